@@ -1,0 +1,606 @@
+"""PPO for continuous control on MuJoCo: Schulman et al. 2017, "Proximal Policy Optimization Algorithms".
+
+Defaults are the paper's Table 3 (Hopper-v4, 1M steps, T=2048, Adam 3e-4, 10 epochs, minibatch 64, gamma 0.99,
+lambda 0.95, eps 0.2). `--objective` picks a row of Table 1 (§6.1): clip, fixed or adaptive KL penalty, or neither.
+Implementation details that are not in the paper are flags, marked [not in paper] with a line on why.
+
+    python ppo_continuous.py --env-id Hopper-v4
+"""
+
+import csv
+import dataclasses
+import math
+import os
+import random
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """name of this experiment; part of the run folder runs/{env_id}__{exp_name}__{seed}__{time}"""
+    seed: int = 1
+    """seed of torch and the environments: the same seed on the same machine gives the same returns, bit for bit"""
+    cuda: bool = False
+    """train on a GPU when one is present. Off by default: for 64-unit networks and one env the CPU is faster"""
+    track: bool = False
+    """also log to Weights & Biases (works without an account under WANDB_MODE=offline)"""
+    wandb_project_name: str = "ppo-paper"
+    """the wandb project"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team); None uses your default"""
+    capture_video: bool = False
+    """record episodes of env 0 to runs/{run_name}/videos (needs moviepy; headless MuJoCo wants MUJOCO_GL=egl)"""
+    save_model: bool = False
+    """write runs/{run_name}/checkpoint.pt every --save-interval iterations and at the end (Ctrl-C always saves)"""
+    save_interval: int = 10
+    """iterations between checkpoints when --save-model is on"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint exactly where it stopped; the checkpoint's flags are used"""
+    eval_checkpoint: Optional[str] = None
+    """instead of training, run the deterministic policy of this checkpoint and print its mean return"""
+    eval_episodes: int = 10
+    """episodes for --eval-checkpoint"""
+
+    # Table 3 of the paper
+    env_id: str = "Hopper-v4"
+    """a MuJoCo task with a continuous (Box) action space"""
+    total_timesteps: int = 1_000_000
+    """environment steps in all (Table 3 and Figure 3: 1M)"""
+    num_envs: int = 1
+    """Table 3 "number of actors" (1): parallel environments stepped in lockstep"""
+    num_steps: int = 2048
+    """Table 3 "horizon (T)" (2048): steps per actor in each rollout; the batch is num_envs * num_steps"""
+    learning_rate: float = 3e-4
+    """Table 3 "Adam stepsize" (3e-4); typical 1e-4 to 1e-3"""
+    update_epochs: int = 10
+    """Table 3 "num. epochs" (10): passes over each batch (K in Algorithm 1)"""
+    minibatch_size: int = 64
+    """Table 3 "minibatch size" (64): M in Algorithm 1; must divide the batch"""
+    gamma: float = 0.99
+    """Table 3 "discount (gamma)" (0.99)"""
+    gae_lambda: float = 0.95
+    """Table 3 "GAE parameter (lambda)" (0.95): 0 trusts the critic, 1 the Monte-Carlo return"""
+
+    # The surrogate objective, §6.1 and Table 1
+    objective: Literal["clip", "kl-fixed", "kl-adaptive", "none"] = "clip"
+    """clip: L^CLIP (7); kl-fixed / kl-adaptive: L^KLPEN (8) with fixed or adapted beta; none: L^CPI (6)"""
+    clip_coef: float = 0.2
+    """epsilon of L^CLIP (Table 1: 0.1, 0.2, 0.3; 0.2 is best); also the value-clip range"""
+    kl_beta: float = 1.0
+    """beta of L^KLPEN: the fixed value (Table 1: 0.3 to 10), or the starting value of the adaptive rule (1)"""
+    kl_target: float = 0.01
+    """d_targ of the adaptive rule (Table 1: 0.003, 0.01, 0.03): halve beta below d_targ/1.5, double above 1.5*d_targ"""
+    vf_coef: float = 0.25
+    """c1 of (9) on L^VF = (V - V_targ)^2. 0.25 equals the usual 0.5 * (1/2) squared error. With separate networks
+    it acts only through the joint gradient-norm clip"""
+    ent_coef: float = 0.0
+    """c2 of (9): entropy bonus; the paper uses none for MuJoCo"""
+
+    # Implementation details [not in paper]; defaults follow the openai/baselines ppo2 code the paper used
+    orthogonal_init: bool = True
+    """[not in paper] orthogonal weights (gain sqrt 2, 0.01 for the policy head, 1 for the value head), zero biases"""
+    adam_eps: float = 1e-5
+    """[not in paper] Adam's epsilon (PyTorch's default is 1e-8): a larger eps damps steps on tiny gradients"""
+    anneal_lr: bool = True
+    """[not in paper for MuJoCo] anneal the learning rate linearly to 0 over training"""
+    norm_adv: bool = True
+    """[not in paper] normalize advantages to mean 0, std 1 in each minibatch, so the step size is scale-free"""
+    norm_obs: bool = True
+    """[not in paper] normalize observations by a running mean and std: MuJoCo observations differ wildly in scale"""
+    obs_clip: float = 10.0
+    """[not in paper] clip normalized observations to [-obs_clip, obs_clip]"""
+    norm_reward: bool = True
+    """[not in paper] divide rewards by a running std of the discounted return, so value targets stay near 1"""
+    reward_clip: float = 10.0
+    """[not in paper] clip scaled rewards to [-reward_clip, reward_clip]"""
+    max_grad_norm: float = 0.5
+    """[not in paper] clip the global gradient norm of each minibatch step to this"""
+    clip_vloss: bool = True
+    """[not in paper] clip the value update like the policy ratio: max of clipped and unclipped squared error"""
+    bootstrap_truncated: bool = True
+    """bootstrap a time-limit truncation from V(real final observation); off treats it as a termination, as the
+    paper's code did"""
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def validate(args: Args) -> None:
+    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
+                 "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "obs_clip", "reward_clip",
+                 "max_grad_norm"):  # fmt: skip
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
+        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.minibatch_size:
+        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
+    try:
+        gym.spec(args.env_id)
+    except gym.error.Error as e:
+        fail(f"--env-id {args.env_id}: {e}")
+
+
+def load_checkpoint(path: str, flag: str) -> dict:
+    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:  # missing, truncated or not a checkpoint: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+
+
+def save_checkpoint(path: str, state: dict) -> None:
+    # write then rename, so an interrupted save never destroys the last good checkpoint
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def make_env(env_id: str, idx: int, capture_video: bool, run_dir: str):
+    def thunk():
+        if capture_video and idx == 0:
+            env = gym.make(env_id, render_mode="rgb_array")
+            env = gym.wrappers.RecordVideo(env, f"{run_dir}/videos")
+        else:
+            env = gym.make(env_id)
+        return env
+
+    return thunk
+
+
+def env_state(env: gym.Env) -> dict:
+    """Everything that decides a MuJoCo env's future: physics, its RNG, and the time-limit counter."""
+    model, data = env.unwrapped.model, env.unwrapped.data
+    physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+    mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+    return {"physics": torch.from_numpy(physics), "rng": env.unwrapped.np_random.bit_generator.state,
+            "elapsed_steps": env.get_wrapper_attr("_elapsed_steps")}  # fmt: skip
+
+
+def set_env_state(env: gym.Env, state: dict) -> None:
+    model, data = env.unwrapped.model, env.unwrapped.data
+    mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_forward(model, data)
+    env.unwrapped.np_random.bit_generator.state = state["rng"]
+    env.set_wrapper_attr("_elapsed_steps", state["elapsed_steps"])
+
+
+class RunningMeanStd:
+    """Running mean and variance of a stream of batches (Chan et al.'s parallel update)."""
+
+    def __init__(self, shape=()):
+        self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        batch_mean, batch_count = x.mean(0), x.shape[0]
+        delta, total = batch_mean - self.mean, self.count + batch_count
+        m2 = self.var * self.count + ((x - batch_mean) ** 2).sum(0) + delta**2 * self.count * batch_count / total
+        self.mean, self.var, self.count = self.mean + delta * batch_count / total, m2 / total, total
+
+    def state(self) -> dict:
+        return {"mean": torch.as_tensor(self.mean), "var": torch.as_tensor(self.var), "count": self.count}
+
+    def load(self, state: dict) -> None:
+        self.mean, self.var, self.count = state["mean"].numpy(), state["var"].numpy(), state["count"]
+
+
+def layer_init(layer: nn.Linear, std: float, orthogonal: bool) -> nn.Linear:
+    if orthogonal:
+        nn.init.orthogonal_(layer.weight, std)
+        nn.init.constant_(layer.bias, 0.0)
+    return layer
+
+
+class Agent(nn.Module):
+    """Separate policy and value MLPs of 2x64 tanh units (§6.1); Gaussian policy with a state-independent log-std."""
+
+    def __init__(self, obs_dim: int, act_dim: int, orthogonal: bool = True):
+        super().__init__()
+
+        def mlp(out_dim: int, out_std: float) -> nn.Sequential:
+            return nn.Sequential(
+                layer_init(nn.Linear(obs_dim, 64), math.sqrt(2), orthogonal),
+                nn.Tanh(),
+                layer_init(nn.Linear(64, 64), math.sqrt(2), orthogonal),
+                nn.Tanh(),
+                layer_init(nn.Linear(64, out_dim), out_std, orthogonal),
+            )
+
+        self.critic = mlp(1, 1.0)
+        self.actor_mean = mlp(act_dim, 0.01)  # a small last layer starts the policy near mean 0
+        self.actor_logstd = nn.Parameter(torch.zeros(act_dim))
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.critic(obs).squeeze(-1)
+
+
+# ALGO LOGIC: the math, as small pure functions
+
+
+def gaussian_log_prob(action: torch.Tensor, mean: torch.Tensor, logstd: torch.Tensor) -> torch.Tensor:
+    # log π(a|s) = Σ_i [−(a_i − μ_i)² / 2σ_i² − log σ_i − ½ log 2π]
+    return (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+
+def gaussian_entropy(logstd: torch.Tensor) -> torch.Tensor:
+    # S[π] = Σ_i (log σ_i + ½ log 2πe)
+    return (logstd + 0.5 * math.log(2 * math.pi * math.e)).sum(-1)
+
+
+def gaussian_kl(mean_old: torch.Tensor, logstd_old: torch.Tensor, mean: torch.Tensor, logstd: torch.Tensor):
+    # KL[π_old, π] = Σ_i [log σ_i/σ_old,i + (σ_old,i² + (μ_old,i − μ_i)²) / 2σ_i² − ½], exact for diagonal Gaussians
+    var_old, var = torch.exp(2 * logstd_old), torch.exp(2 * logstd)
+    return (logstd - logstd_old + (var_old + (mean_old - mean) ** 2) / (2 * var) - 0.5).sum(-1)
+
+
+def approx_kl(logratio: torch.Tensor) -> torch.Tensor:
+    # Ê[(r − 1) − log r]: an unbiased, never-negative sample estimate of KL[π_old, π] (a diagnostic)
+    return ((logratio.exp() - 1) - logratio).mean()
+
+
+def policy_objective(ratio, advantages, objective: str, clip_coef: float, kl=None, kl_beta: float = 0.0):
+    """The surrogate L(θ) to maximize: one row of Table 1. `kl` is KL[π_old, π] per sample (penalty rows only)."""
+    if objective == "clip":
+        # L^CLIP = Ê[min(r Â, clip(r, 1 − ε, 1 + ε) Â)]  (7)
+        return torch.min(ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages).mean()
+    if objective in ("kl-fixed", "kl-adaptive"):
+        # L^KLPEN = Ê[r Â − β KL[π_old, π]]  (8)
+        return (ratio * advantages - kl_beta * kl).mean()
+    # L^CPI = Ê[r Â]  (6): no clipping or penalty
+    return (ratio * advantages).mean()
+
+
+def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
+    # L^VF = Ê[(V_θ(s_t) − V_targ)²]  (9)
+    loss = (values - returns) ** 2
+    if clip_coef is not None:  # [not in paper] V_clip = V_old + clip(V − V_old, −ε, ε); take the larger error
+        clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.max(loss, (clipped - returns) ** 2)
+    return loss.mean()
+
+
+def total_loss(policy_obj, v_loss, entropy, vf_coef: float, ent_coef: float):
+    # −L^{CLIP+VF+S} = −(L − c1 L^VF + c2 S)  (9): the optimizer minimizes, the paper maximizes
+    return -(policy_obj - vf_coef * v_loss + ent_coef * entropy)
+
+
+def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
+    # §4: d < d_targ / 1.5 → β ← β / 2;  d > d_targ × 1.5 → β ← β × 2
+    if kl < kl_target / 1.5:
+        return kl_beta / 2
+    if kl > kl_target * 1.5:
+        return kl_beta * 2
+    return kl_beta
+
+
+def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
+    """V(s_{t+1}) for each step t of a (T, N) rollout, from the values of the observations that followed it.
+
+    Not done: the value of the next observation in the buffer (last_value after the rollout's last step).
+    terminated: 0, the episode has no future. truncated (time limit): V(real final observation), or 0 when off.
+    """
+    next_values = np.concatenate([values[1:], last_value[None]])
+    next_values = np.where(truncated, final_values if bootstrap_truncated else 0.0, next_values)
+    return np.where(terminated, 0.0, next_values).astype(values.dtype)
+
+
+def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized advantage estimates (11)-(12) for (T, N) arrays; `dones` cuts the sum where an episode ended."""
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        # δ_t = r_t + γ V(s_{t+1}) − V(s_t)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # Â_t = δ_t + γλ Â_{t+1}
+        last = delta + gamma * gae_lambda * (1.0 - dones[t]) * last
+        advantages[t] = last
+    return advantages
+
+
+@dataclass
+class Carry:
+    """What one rollout hands to the next (and to a checkpoint): the env's last observation and running stats."""
+
+    next_obs: np.ndarray  # (num_envs, obs_dim), normalized
+    obs_rms: RunningMeanStd
+    ret_rms: RunningMeanStd
+    discounted_return: np.ndarray  # (num_envs,) for reward scaling
+    episode_return: np.ndarray  # (num_envs,) raw rewards of the running episodes
+    episode_length: np.ndarray
+
+
+def normalize_obs(obs: np.ndarray, carry: Carry, args: Args, update: bool = True) -> np.ndarray:
+    if not args.norm_obs:
+        return obs.astype(np.float32)
+    if update:
+        carry.obs_rms.update(obs)
+    obs = (obs - carry.obs_rms.mean) / np.sqrt(carry.obs_rms.var + 1e-8)
+    return np.clip(obs, -args.obs_clip, args.obs_clip).astype(np.float32)
+
+
+def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
+    """Run the policy for num_steps steps in each env (Algorithm 1, "run policy π_θold in environment for T steps").
+
+    The vector env autoresets in the same step (SAME_STEP): each stored transition is real, the reset observation
+    only becomes the next step's input, and a truncated episode's real final observation is kept for bootstrapping.
+    Finished episodes are appended to `episodes` as (global_step, return, length).
+    """
+    T, N, device = args.num_steps, args.num_envs, agent.actor_logstd.device
+    obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
+    final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
+    actions = np.zeros((T, N) + envs.single_action_space.shape, dtype=np.float32)  # (T, N, act_dim)
+    rewards = np.zeros((T, N), dtype=np.float32)
+    terminated = np.zeros((T, N), dtype=bool)
+    truncated = np.zeros((T, N), dtype=bool)
+    # a ~ N(μ(s), σ): σ is fixed for the rollout, so draw all the noise at once (no per-step tensors)
+    std = agent.actor_logstd.detach().exp().cpu().numpy()
+    noise = torch.randn(actions.shape).numpy()
+    low, high = envs.single_action_space.low, envs.single_action_space.high
+    for step in range(T):
+        obs[step] = carry.next_obs
+        with torch.inference_mode():
+            mean = agent.actor_mean(torch.from_numpy(carry.next_obs).to(device)).cpu().numpy()
+        actions[step] = mean + std * noise[step]
+        # the env sees the action clipped to its bounds; the buffer keeps the sampled one for log π(a|s)
+        next_obs, reward, terminated[step], truncated[step], info = envs.step(np.clip(actions[step], low, high))
+        global_step += N
+        carry.episode_return += reward
+        carry.episode_length += 1
+        if args.norm_reward:  # [not in paper] r / std(discounted return), clipped
+            carry.discounted_return = carry.discounted_return * args.gamma + reward
+            carry.ret_rms.update(carry.discounted_return)
+            reward = np.clip(reward / np.sqrt(carry.ret_rms.var + 1e-8), -args.reward_clip, args.reward_clip)
+        rewards[step] = reward
+        done = terminated[step] | truncated[step]
+        if done.any():
+            for i in np.flatnonzero(done):
+                episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
+                if truncated[step, i]:
+                    final_obs[step, i] = normalize_obs(info["final_obs"][i][None], carry, args, update=False)[0]
+            carry.episode_return[done], carry.episode_length[done], carry.discounted_return[done] = 0, 0, 0
+        carry.next_obs = normalize_obs(next_obs, carry, args)
+    return {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
+            "terminated": terminated, "truncated": truncated}  # fmt: skip
+
+
+def evaluate(args: Args) -> list:
+    """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics."""
+    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
+    saved = Args(**ckpt["args"])
+    env = gym.make(saved.env_id)
+    agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
+    agent.load_state_dict(ckpt["agent"])
+    carry = Carry(None, RunningMeanStd(), RunningMeanStd(), None, None, None)
+    carry.obs_rms.load(ckpt["obs_rms"])
+    returns, low, high = [], env.action_space.low, env.action_space.high
+    for episode in range(args.eval_episodes):
+        obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
+        done, total = False, 0.0
+        while not done:
+            with torch.inference_mode():
+                mean = agent.actor_mean(torch.from_numpy(normalize_obs(obs[None], carry, saved, update=False)))
+            obs, reward, terminated, truncated, _ = env.step(np.clip(mean[0].numpy(), low, high))
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    print(
+        f"eval {saved.env_id}: mean return {np.mean(returns):.2f} +- {np.std(returns):.2f} over {len(returns)} episodes"
+    )
+    return returns
+
+
+def train(args: Args) -> None:
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    ckpt = load_checkpoint(args.resume, "--resume") if args.resume else None
+    if ckpt is not None:  # continue exactly: the saved flags, run folder, weights, statistics and RNG states
+        args = Args(**{**ckpt["args"], "resume": args.resume})
+        run_dir = os.path.dirname(os.path.abspath(args.resume))
+    else:
+        run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    os.makedirs(run_dir, exist_ok=True)
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=os.path.basename(run_dir), dir=run_dir, save_code=True)  # fmt: skip
+    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
+    writer.add_text(
+        "hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    )
+
+    # TRY NOT TO MODIFY: seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: threads cost more than they give, and runs stay bit-for-bit equal
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+
+    envs = gym.vector.SyncVectorEnv(
+        [make_env(args.env_id, i, args.capture_video, run_dir) for i in range(args.num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    if not isinstance(envs.single_action_space, gym.spaces.Box):
+        fail(f"--env-id {args.env_id} has a discrete action space; this script needs a continuous (Box) one")
+    obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
+    agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps)
+    zeros = np.zeros(args.num_envs)
+    carry = Carry(None, RunningMeanStd(obs_dim), RunningMeanStd(), zeros.copy(), zeros.copy(), zeros.copy())
+    next_obs, _ = envs.reset(seed=args.seed)
+    carry.next_obs = normalize_obs(next_obs, carry, args)
+    global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
+    carried = ("next_obs", "discounted_return", "episode_return", "episode_length")
+    if ckpt is not None:
+        agent.load_state_dict(ckpt["agent"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        carry.obs_rms.load(ckpt["obs_rms"])
+        carry.ret_rms.load(ckpt["ret_rms"])
+        for name in carried:
+            setattr(carry, name, ckpt[name].numpy())
+        for env, state in zip(envs.envs, ckpt["envs"]):
+            set_env_state(env, state)
+        torch.set_rng_state(ckpt["torch_rng"])
+        global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
+
+    def checkpoint(iteration: int) -> None:
+        save_checkpoint(checkpoint_path, {
+            "args": dataclasses.asdict(args), "global_step": global_step,
+            "iteration": iteration, "kl_beta": kl_beta, "agent": agent.state_dict(),
+            "optimizer": optimizer.state_dict(), "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
+            **{name: torch.from_numpy(getattr(carry, name)) for name in carried},
+            "envs": [env_state(env) for env in envs.envs], "torch_rng": torch.get_rng_state(),
+        })  # fmt: skip
+
+    # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
+    csv_path = os.path.join(run_dir, "episodes.csv")
+    rows = list(csv.reader(open(csv_path)))[1:] if ckpt and os.path.exists(csv_path) else []
+    csv_file = open(csv_path, "w", newline="")
+    episodes_csv = csv.writer(csv_file)
+    episodes_csv.writerows(
+        [["global_step", "episodic_return", "episodic_length"]] + [r for r in rows if int(r[0]) <= global_step]
+    )
+
+    # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
+    stop = threading.Event()
+
+    def request_stop(signum, frame):
+        stop.signum = signum
+        stop.set()
+        signal.signal(signum, signal.SIG_DFL)
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    tty, recent_returns = sys.stdout.isatty(), []
+    start_time, start_step = time.time(), global_step
+
+    for iteration in range(start_iteration, num_iterations + 1):
+        if args.anneal_lr:  # [not in paper for MuJoCo] α anneals linearly from 1 to 0
+            optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / num_iterations) * args.learning_rate
+
+        # ALG STEP 1: run policy π_θold for T timesteps in each of the N environments
+        episodes = []
+        rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
+        global_step += batch_size
+
+        # ALG STEP 2: advantage estimates Â_1..Â_T; the values and log-probs of the batch in one forward pass each
+        b_obs = torch.from_numpy(rollout["obs"].reshape(batch_size, obs_dim)).to(device)  # (B, obs_dim)
+        b_actions = torch.from_numpy(rollout["actions"].reshape(batch_size, act_dim)).to(device)  # (B, act_dim)
+        with torch.inference_mode():
+            values = agent.value(b_obs).cpu().numpy().reshape(args.num_steps, args.num_envs)  # (T, N)
+            final_values = agent.value(torch.from_numpy(rollout["final_obs"]).to(device)).cpu().numpy()
+            last_value = agent.value(torch.from_numpy(carry.next_obs).to(device)).cpu().numpy()
+            b_means = agent.actor_mean(b_obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
+            old_logstd = agent.actor_logstd.detach().clone()
+            b_logprobs = gaussian_log_prob(b_actions, b_means, old_logstd)  # (B,)
+        next_values = bootstrap_values(values, final_values, last_value, rollout["terminated"], rollout["truncated"],
+                                       args.bootstrap_truncated)  # fmt: skip
+        dones = (rollout["terminated"] | rollout["truncated"]).astype(np.float32)
+        advantages = compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda)
+        b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
+        b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
+        b_returns = b_advantages + b_values  # V_targ = Â + V_old
+
+        # ALG STEP 3: optimize the surrogate for K epochs with minibatches of size M
+        value_clip = args.clip_coef if args.clip_vloss else None
+        uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
+        for _epoch in range(args.update_epochs):
+            for mb in torch.randperm(batch_size, device=device).split(args.minibatch_size):
+                mean, logstd = agent.actor_mean(b_obs[mb]), agent.actor_logstd
+                # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
+                ratio = (gaussian_log_prob(b_actions[mb], mean, logstd) - b_logprobs[mb]).exp()
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+                kl = gaussian_kl(b_means[mb], old_logstd, mean, logstd) if uses_kl else None
+                pg_obj = policy_objective(ratio, mb_advantages, args.objective, args.clip_coef, kl, kl_beta)
+                v_loss = value_loss(agent.value(b_obs[mb]), b_values[mb], b_returns[mb], value_clip)
+                loss = total_loss(pg_obj, v_loss, gaussian_entropy(logstd), args.vf_coef, args.ent_coef)
+                if not torch.isfinite(loss):
+                    print(f"error: non-finite loss at global step {global_step}; stopped. The last good checkpoint"
+                          f" (if any) is kept at {checkpoint_path}", file=sys.stderr)  # fmt: skip
+                    sys.exit(1)
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                optimizer.step()
+
+        # Diagnostics over the whole batch, after the update: how far did π move from π_old?
+        with torch.inference_mode():
+            mean, logstd = agent.actor_mean(b_obs), agent.actor_logstd
+            logratio = gaussian_log_prob(b_actions, mean, logstd) - b_logprobs
+            mean_kl = gaussian_kl(b_means, old_logstd, mean, logstd).mean().item()
+            ratio = logratio.exp()
+            pg_obj = policy_objective(ratio, b_advantages, args.objective, args.clip_coef,
+                                      gaussian_kl(b_means, old_logstd, mean, logstd), kl_beta)  # fmt: skip
+            v_loss = value_loss(agent.value(b_obs), b_values, b_returns, value_clip).item()
+        if args.objective == "kl-adaptive":
+            kl_beta = update_kl_beta(kl_beta, mean_kl, args.kl_target)
+        # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
+        explained_var = 1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)
+
+        # TRY NOT TO MODIFY: logging, checkpoints, progress
+        for step, ret, length in episodes:
+            writer.add_scalar("charts/episodic_return", ret, step)
+            writer.add_scalar("charts/episodic_length", length, step)
+            episodes_csv.writerow([step, ret, length])
+        csv_file.flush()
+        recent_returns = (recent_returns + [ret for _, ret, _ in episodes])[-100:]
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        scalars = {"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"],
+                   "losses/policy_loss": -pg_obj.item(), "losses/value_loss": v_loss,
+                   "losses/entropy": gaussian_entropy(logstd).item(), "losses/approx_kl": approx_kl(logratio).item(),
+                   "losses/kl": mean_kl, "losses/clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item(),
+                   "losses/explained_variance": explained_var}  # fmt: skip
+        if uses_kl:
+            scalars["charts/kl_beta"] = kl_beta
+        for name, value in scalars.items():
+            writer.add_scalar(name, value, global_step)
+        if stop.is_set() or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
+            checkpoint(iteration)
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1)
+        line = (
+            f"step {global_step:>9}/{args.total_timesteps}  SPS {sps:>5}  return(100) {recent}  ETA {eta / 60:5.1f} min"
+        )
+        if tty:  # a live line on a terminal; in a log file, ten lines over the run
+            print("\r" + line, end="", flush=True)
+        elif iteration % max(1, num_iterations // 10) == 0:
+            print(line, flush=True)
+        if stop.is_set():
+            print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
+            sys.exit(128 + stop.signum)
+
+    print(f"\ndone: {global_step} steps in {time.time() - start_time:.0f} s; run folder {run_dir}")
+    envs.close()
+    writer.close()
+    csv_file.close()
+
+
+if __name__ == "__main__":
+    args = tyro.cli(Args)
+    validate(args)
+    if args.eval_checkpoint:
+        evaluate(args)
+    else:
+        train(args)
