@@ -137,9 +137,12 @@ def validate(args: Args) -> None:
     if args.total_timesteps < batch_size:
         fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
     try:
-        gym.spec(args.env_id)
-    except gym.error.Error as e:
-        fail(f"--env-id {args.env_id}: {e}")
+        env = gym.make(args.env_id)
+    except Exception as e:  # an unknown id, a module that is not there, a missing dependency
+        fail(f"--env-id {args.env_id}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+    if not isinstance(env.action_space, gym.spaces.Box):
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a Box")
+    env.close()
 
 
 def load_checkpoint(path: str, flag: str) -> dict:
@@ -166,6 +169,18 @@ def make_env(env_id: str, idx: int, capture_video: bool, run_dir: str):
         return env
 
     return thunk
+
+
+def make_envs(args: Args, run_dir: str) -> gym.vector.SyncVectorEnv:
+    """N copies of the task in a vector env that autoresets in the same step (gymnasium 1.x's SAME_STEP mode).
+
+    The default NEXT_STEP mode would return the reset as an extra step whose action is ignored; SAME_STEP resets at
+    once and hands the real final observation over in info["final_obs"], so no transition in the batch is fake.
+    """
+    return gym.vector.SyncVectorEnv(
+        [make_env(args.env_id, i, args.capture_video, run_dir) for i in range(args.num_envs)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
 
 
 def env_state(env: gym.Env) -> dict:
@@ -338,6 +353,15 @@ def normalize_obs(obs: np.ndarray, carry: Carry, args: Args, update: bool = True
     return np.clip(obs, -args.obs_clip, args.obs_clip).astype(np.float32)
 
 
+def start_carry(envs: gym.vector.SyncVectorEnv, args: Args) -> Carry:
+    """Reset the envs with the run's seed; fresh normalization statistics and episode counters."""
+    zeros = np.zeros(args.num_envs)
+    obs_dim = envs.single_observation_space.shape[0]
+    carry = Carry(None, RunningMeanStd(obs_dim), RunningMeanStd(), zeros.copy(), zeros.copy(), zeros.copy())
+    carry.next_obs = normalize_obs(envs.reset(seed=args.seed)[0], carry, args)
+    return carry
+
+
 def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
     """Run the policy for num_steps steps in each env (Algorithm 1, "run policy π_θold in environment for T steps").
 
@@ -453,20 +477,12 @@ def train(args: Args) -> None:
     torch.set_num_threads(1)  # small networks: threads cost more than they give, and runs stay bit-for-bit equal
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
-    envs = gym.vector.SyncVectorEnv(
-        [make_env(args.env_id, i, args.capture_video, run_dir) for i in range(args.num_envs)],
-        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-    )
-    if not isinstance(envs.single_action_space, gym.spaces.Box):
-        fail(f"--env-id {args.env_id} has a discrete action space; this script needs a continuous (Box) one")
+    envs = make_envs(args, run_dir)
     obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
     # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps, fused=True)
-    zeros = np.zeros(args.num_envs)
-    carry = Carry(None, RunningMeanStd(obs_dim), RunningMeanStd(), zeros.copy(), zeros.copy(), zeros.copy())
-    next_obs, _ = envs.reset(seed=args.seed)
-    carry.next_obs = normalize_obs(next_obs, carry, args)
+    carry = start_carry(envs, args)
     global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
     carried = ("next_obs", "discounted_return", "episode_return", "episode_length")
     if ckpt is not None:

@@ -1,0 +1,113 @@
+"""The seed's worked numbers (shared/seeds/000) and the paper's properties, through ppo_continuous.py's functions."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch.distributions import Categorical, Normal, kl_divergence
+
+import ppo_continuous as ppo
+
+# The seed's batch: (action, advantage) for C, A, B; actions 0, 1, 2 are A, B, C
+ACTIONS = torch.tensor([2, 0, 1])
+ADVANTAGES = torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)
+PI_OLD = torch.full((3,), 1 / 3, dtype=torch.float64)
+PI_NEW = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
+
+
+def seed_logratio():
+    # log π_new(a_t) − log π_old(a_t) for the batch's actions
+    return PI_NEW.log()[ACTIONS] - PI_OLD.log()[ACTIONS]
+
+
+def test_ratios_surrogate_kl_and_penalty():
+    logratio = seed_logratio()
+    ratio = logratio.exp()
+    # in A, B, C order
+    assert ratio[[1, 2, 0]].tolist() == pytest.approx([0.6, 0.9, 1.5], abs=1e-12)
+    assert ppo.policy_objective(ratio, ADVANTAGES, "none", 0.2).item() == pytest.approx(0.45, abs=1e-12)
+    kl = ppo.approx_kl(logratio)  # the batch holds each action once under a uniform π_old, so this is exact
+    exact = kl_divergence(Categorical(probs=PI_OLD), Categorical(probs=PI_NEW)).item()  # Σ π_old log(π_old/π_new)
+    assert kl.item() == pytest.approx(exact, abs=1e-12)
+    assert round(kl.item(), 3) == 0.070
+    assert not kl.item() <= 0.01  # the step fails the trust region δ = 0.01
+    penalty = ppo.policy_objective(ratio, ADVANTAGES, "kl-fixed", 0.2, kl.expand(3), kl_beta=1.0)
+    assert round(penalty.item(), 3) == 0.380
+    adaptive = ppo.policy_objective(ratio, ADVANTAGES, "kl-adaptive", 0.2, kl.expand(3), kl_beta=1.0)
+    assert adaptive.item() == penalty.item()
+
+
+def test_full_objective_eq9():
+    v_loss = ppo.value_loss(torch.tensor([0.5]), torch.tensor([0.5]), torch.tensor([0.81]))
+    assert v_loss.item() == pytest.approx(0.0961, abs=1e-6)
+    loss = ppo.total_loss(torch.tensor(1.2), v_loss, torch.tensor(1.030), vf_coef=1.0, ent_coef=0.01)
+    assert round(-loss.item(), 3) == 1.114  # the optimizer minimizes −L^{CLIP+VF+S}
+
+
+def seed_gae(gae_lambda):
+    rewards = np.array([[0.0], [0.0], [1.0]], dtype=np.float64)  # (T=3, N=1)
+    values = np.array([[0.5], [0.6], [0.8]])
+    terminated = np.array([[False], [False], [True]])  # V(s_T) = 0 after the episode ends
+    truncated = np.zeros_like(terminated)
+    next_values = ppo.bootstrap_values(values, np.zeros_like(values), np.array([99.0]), terminated, truncated)
+    return ppo.compute_gae(rewards, values, next_values, terminated.astype(np.float64), 0.9, gae_lambda)[:, 0]
+
+
+def test_gae_seed_numbers():
+    assert np.round(seed_gae(0.0), 2).tolist() == [0.04, 0.12, 0.2]  # λ = 0: Â_t = δ_t
+    assert np.round(seed_gae(0.8), 3).tolist() == [0.23, 0.264, 0.2]
+    assert round(float(seed_gae(1.0)[0]), 3) == 0.31  # λ = 1: 0.81 − 0.5, the Monte-Carlo return minus V
+
+
+def clip_gradient(r, advantage, objective="clip", eps=0.2):
+    ratio = torch.tensor([r], dtype=torch.float64, requires_grad=True)
+    ppo.policy_objective(ratio, torch.tensor([advantage], dtype=torch.float64), objective, eps).backward()
+    return ratio.grad.item()
+
+
+@pytest.mark.parametrize("r, advantage", [(1.21, 1.0), (1.5, 2.0), (0.79, -1.0), (0.3, -0.5)])
+def test_clip_gradient_is_zero_beyond_the_clip_in_the_advantage_direction(r, advantage):
+    assert clip_gradient(r, advantage) == 0.0
+
+
+@pytest.mark.parametrize("r, advantage", [(1.0, 1.0), (0.85, -1.0), (1.19, 0.5), (0.5, 1.0), (1.6, -1.0)])
+def test_clip_gradient_equals_unclipped_inside_or_against_the_advantage(r, advantage):
+    # inside [1−ε, 1+ε], or moving against Â (r < 1−ε with Â > 0, r > 1+ε with Â < 0): the min keeps r Â
+    assert clip_gradient(r, advantage) == clip_gradient(r, advantage, "none") == advantage
+
+
+def test_adaptive_beta_rule():
+    assert ppo.update_kl_beta(1.0, 0.005, 0.01) == 0.5  # d < d_targ / 1.5: halve
+    assert ppo.update_kl_beta(1.0, 0.016, 0.01) == 2.0  # d > 1.5 d_targ: double
+    assert ppo.update_kl_beta(1.0, 0.01, 0.01) == 1.0
+    assert ppo.update_kl_beta(3.0, 0.01 / 1.5 + 1e-9, 0.01) == 3.0  # inside the band: unchanged
+    assert ppo.update_kl_beta(3.0, 0.015, 0.01) == 3.0
+
+
+def test_gaussian_functions_match_torch_distributions():
+    torch.manual_seed(0)
+    mean_old, mean, action = torch.randn(5, 3), torch.randn(5, 3), torch.randn(5, 3)
+    logstd_old, logstd = torch.randn(3) * 0.3, torch.randn(3) * 0.3
+    old, new = Normal(mean_old, logstd_old.exp()), Normal(mean, logstd.exp())
+    torch.testing.assert_close(ppo.gaussian_log_prob(action, mean, logstd), new.log_prob(action).sum(-1))
+    torch.testing.assert_close(ppo.gaussian_entropy(logstd), new.entropy()[0].sum())
+    torch.testing.assert_close(ppo.gaussian_kl(mean_old, logstd_old, mean, logstd), kl_divergence(old, new).sum(-1))
+    assert ppo.gaussian_kl(mean, logstd, mean, logstd).abs().max().item() < 1e-6
+
+
+def test_value_clipping_takes_the_larger_error():
+    old, target = torch.tensor([0.0, 0.0]), torch.tensor([1.0, -1.0])
+    new = torch.tensor([0.5, 0.5])  # moved 0.5 from old, beyond ε = 0.2
+    # unclipped errors (0.25, 2.25); clipped V = 0.2 gives (0.64, 1.44): the max is (0.64, 2.25)
+    assert ppo.value_loss(new, old, target, 0.2).item() == pytest.approx((0.64 + 2.25) / 2)
+    assert ppo.value_loss(new, old, target).item() == pytest.approx((0.25 + 2.25) / 2)
+
+
+def test_running_mean_std_matches_numpy():
+    rms, data = ppo.RunningMeanStd(3), np.random.default_rng(0).normal(2.0, 3.0, (500, 3))
+    for chunk in np.split(data, [1, 7, 100, 260]):
+        rms.update(chunk)
+    np.testing.assert_allclose(rms.mean, data.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(rms.var, data.var(0), rtol=1e-4)
+    assert math.isclose(rms.count, 500, rel_tol=1e-6)

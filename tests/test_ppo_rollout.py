@@ -1,0 +1,83 @@
+"""Rollout boundaries on gymnasium 1.x, proved on a chain env whose rewards and episode ends the test controls.
+
+Chain-v0: the observation is [t, episode], the reward of step t is t + 1, and a time limit truncates after 3 steps.
+The critic is replaced by V(s) = 10 t + 1, so every value and bootstrap below can be checked by hand.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import ppo_continuous as ppo
+
+T, N = 7, 2  # two full episodes of 3 steps, then one step of a third; two envs in lockstep
+
+
+def rollout(env_id: str, bootstrap_truncated: bool = True):
+    args = ppo.Args(env_id=env_id, num_envs=N, num_steps=T, gamma=0.5, gae_lambda=0.5, norm_obs=False,
+                    norm_reward=False, bootstrap_truncated=bootstrap_truncated)  # fmt: skip
+    envs = ppo.make_envs(args, run_dir="unused")
+    agent = ppo.Agent(2, 1)
+    agent.critic = nn.Linear(2, 1)
+    with torch.no_grad():
+        agent.critic.weight.copy_(torch.tensor([[10.0, 0.0]]))
+        agent.critic.bias.fill_(1.0)
+    carry = ppo.start_carry(envs, args)
+    episodes = []
+    batch = ppo.collect_rollout(envs, agent, carry, args, 0, episodes)
+    advantages, values = ppo.estimate_advantages(agent, batch, carry.next_obs, args)
+    return batch, advantages, values, episodes, carry
+
+
+def test_no_autoreset_transition_enters_the_batch():
+    batch, _, values, episodes, carry = rollout("tests.fake_envs:Chain-v0")
+    for i in range(N):
+        assert batch["obs"][:, i, 0].tolist() == [0, 1, 2, 0, 1, 2, 0]  # the step within the episode
+        assert batch["obs"][:, i, 1].tolist() == [0, 0, 0, 1, 1, 1, 2]  # the episode
+        assert batch["rewards"][:, i].tolist() == [1, 2, 3, 1, 2, 3, 1]  # every reward is a real one
+        assert batch["truncated"][:, i].tolist() == [0, 0, 1, 0, 0, 1, 0]
+        assert not batch["terminated"].any()
+        assert values[:, i].tolist() == [1, 11, 21, 1, 11, 21, 1]
+    assert carry.next_obs.tolist() == [[1, 2], [1, 2]]  # the observation after the batch: step 1 of episode 2
+    assert episodes == [(6, 6.0, 3), (6, 6.0, 3), (12, 6.0, 3), (12, 6.0, 3)]  # (global step, return, length)
+
+
+def test_truncation_bootstraps_from_the_real_final_observation():
+    batch, advantages, _, _, _ = rollout("tests.fake_envs:Chain-v0")
+    # the real last observation [3, episode], kept although the env was reset to [0, episode + 1] in the same step
+    assert batch["final_obs"][2].tolist() == [[3, 0], [3, 0]]
+    assert batch["final_obs"][5].tolist() == [[3, 1], [3, 1]]
+    # δ_t = r + γ V(s_{t+1}) − V(s_t): 1 + 0.5·11 − 1 = 5.5, 2 + 0.5·21 − 11 = 1.5, 3 + 0.5·V([3, ·]) − 21 = −2.5;
+    # Â_t = δ_t + γλ Â_{t+1} with γλ = 0.25, cut at each episode end; the last step bootstraps from V([1, 2]) = 11
+    expected = [5.71875, 0.875, -2.5, 5.71875, 0.875, -2.5, 5.5]
+    for i in range(N):
+        assert advantages[:, i].tolist() == pytest.approx(expected)
+
+
+def test_truncation_without_bootstrap_counts_as_termination():
+    _, advantages, _, _, _ = rollout("tests.fake_envs:Chain-v0", bootstrap_truncated=False)
+    # 3 − 21 = −18 at the time limit; 1.5 + 0.25·(−18) = −3; 5.5 + 0.25·(−3) = 4.75
+    expected = [4.75, -3.0, -18.0, 4.75, -3.0, -18.0, 5.5]
+    for i in range(N):
+        assert advantages[:, i].tolist() == pytest.approx(expected)
+
+
+def test_termination_stops_bootstrapping():
+    batch, advantages, _, episodes, _ = rollout("tests.fake_envs:ChainTerminal-v0")  # terminates after step t = 2
+    assert batch["terminated"][:, 0].tolist() == [0, 0, 1, 0, 0, 1, 0]
+    assert not batch["truncated"].any() and not batch["final_obs"].any()
+    for i in range(N):
+        assert advantages[:, i].tolist() == pytest.approx([4.75, -3.0, -18.0, 4.75, -3.0, -18.0, 5.5])
+    assert [e[1] for e in episodes] == [6.0] * 4
+
+
+def test_bootstrap_values_cases():
+    values = np.array([[1.0], [2.0], [3.0], [4.0]])
+    final = np.full_like(values, 50.0)
+    terminated = np.array([[0], [1], [0], [0]], dtype=bool)
+    truncated = np.array([[0], [0], [1], [0]], dtype=bool)
+    on = ppo.bootstrap_values(values, final, np.array([9.0]), terminated, truncated, True)
+    off = ppo.bootstrap_values(values, final, np.array([9.0]), terminated, truncated, False)
+    assert on[:, 0].tolist() == [2.0, 0.0, 50.0, 9.0]  # next value, terminal 0, V(final obs), rollout end
+    assert off[:, 0].tolist() == [2.0, 0.0, 0.0, 9.0]
