@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Literal, Optional
 
@@ -26,6 +27,9 @@ import torch
 import torch.nn as nn
 import tyro
 from torch.utils.tensorboard import SummaryWriter
+
+# The v4 MuJoCo tasks are the ones the published PPO results use; gymnasium's note that v5 exists is expected here.
+warnings.filterwarnings("ignore", message=".*-v4 is out of date", category=DeprecationWarning)
 
 
 @dataclass
@@ -184,20 +188,26 @@ def make_envs(args: Args, run_dir: str) -> gym.vector.SyncVectorEnv:
 
 
 def env_state(env: gym.Env) -> dict:
-    """Everything that decides a MuJoCo env's future: physics, its RNG, and the time-limit counter."""
-    model, data = env.unwrapped.model, env.unwrapped.data
-    physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
-    mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
-    return {"physics": torch.from_numpy(physics), "rng": env.unwrapped.np_random.bit_generator.state,
-            "elapsed_steps": env.get_wrapper_attr("_elapsed_steps")}  # fmt: skip
+    """Everything that decides an env's future: its MuJoCo physics, its RNG, and the time-limit counter."""
+    state = {
+        "rng": env.unwrapped.np_random.bit_generator.state,
+        "elapsed_steps": env.get_wrapper_attr("_elapsed_steps"),
+    }
+    if isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):
+        model, data = env.unwrapped.model, env.unwrapped.data
+        physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+        mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        state["physics"] = torch.from_numpy(physics)
+    return state
 
 
 def set_env_state(env: gym.Env, state: dict) -> None:
-    model, data = env.unwrapped.model, env.unwrapped.data
-    mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
-    mujoco.mj_forward(model, data)
     env.unwrapped.np_random.bit_generator.state = state["rng"]
     env.set_wrapper_attr("_elapsed_steps", state["elapsed_steps"])
+    if "physics" in state:
+        model, data = env.unwrapped.model, env.unwrapped.data
+        mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(model, data)
 
 
 class RunningMeanStd:
@@ -426,6 +436,8 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
 
 def evaluate(args: Args) -> list:
     """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics."""
+    if args.eval_episodes <= 0:
+        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
     saved = Args(**ckpt["args"])
     env = gym.make(saved.env_id)
@@ -449,12 +461,10 @@ def evaluate(args: Args) -> list:
     return returns
 
 
-def train(args: Args) -> None:
+def train(args: Args, ckpt: Optional[dict] = None) -> None:
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
-    ckpt = load_checkpoint(args.resume, "--resume") if args.resume else None
-    if ckpt is not None:  # continue exactly: the saved flags, run folder, weights, statistics and RNG states
-        args = Args(**{**ckpt["args"], "resume": args.resume})
+    if ckpt is not None:
         run_dir = os.path.dirname(os.path.abspath(args.resume))
     else:
         run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -625,10 +635,18 @@ def train(args: Args) -> None:
     csv_file.close()
 
 
-if __name__ == "__main__":
+def main() -> None:
     args = tyro.cli(Args)
-    validate(args)
     if args.eval_checkpoint:
         evaluate(args)
-    else:
-        train(args)
+        return
+    ckpt = None
+    if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
+        ckpt = load_checkpoint(args.resume, "--resume")
+        args = Args(**{**ckpt["args"], "resume": args.resume})
+    validate(args)
+    train(args, ckpt)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Bad input: a one-line error that names the flag, exit code 2, no traceback. A non-finite loss stops the run."""
+
+import os
+
+import pytest
+import torch
+
+from tests.helpers import only_run_dir, run_script
+
+SCRIPT = "ppo_continuous.py"
+
+
+@pytest.mark.parametrize(
+    "flags, flag_named",
+    [
+        (["--env-id", "NoSuchEnv-v0"], "--env-id"),
+        (["--env-id", "tests.fake_envs:ChainDiscrete-v0"], "--env-id"),
+        (["--minibatch-size", "100"], "--minibatch-size"),
+        (["--num-steps", "0"], "--num-steps"),
+        (["--total-timesteps", "-5"], "--total-timesteps"),
+        (["--learning-rate", "0"], "--learning-rate"),
+        (["--num-envs", "0"], "--num-envs"),
+        (["--gamma", "1.5"], "--gamma"),
+        (["--resume", "missing.pt"], "--resume"),
+        (["--eval-checkpoint", "corrupt.pt"], "--eval-checkpoint"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, flag_named):
+    (tmp_path / "corrupt.pt").write_bytes(b"this is not a checkpoint")
+    proc = run_script(SCRIPT, *flags, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and flag_named in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists()  # nothing half-made
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    # the env's reward turns NaN at its 300th step, in the third rollout of 128 steps
+    flags = ["--env-id", "tests.fake_envs:ChainNan-v0", "--num-steps", "128", "--minibatch-size", "32",
+             "--total-timesteps", "1280", "--save-model", "--save-interval", "1"]  # fmt: skip
+    proc = run_script(SCRIPT, *flags, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1
+    assert "non-finite loss" in proc.stderr and "Traceback" not in proc.stderr
+    ckpt = torch.load(os.path.join(only_run_dir(tmp_path), "checkpoint.pt"), weights_only=True)
+    assert ckpt["global_step"] == 256 and ckpt["iteration"] == 2
+    assert all(torch.isfinite(p).all() for p in ckpt["agent"].values())
