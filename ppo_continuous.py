@@ -487,6 +487,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     torch.set_num_threads(1)  # small networks: threads cost more than they give, and runs stay bit-for-bit equal
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
+    if args.capture_video:
+        os.environ.setdefault("MUJOCO_GL", "egl")  # render without a display unless the user chose a backend
     envs = make_envs(args, run_dir)
     obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
@@ -629,7 +631,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
             print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
             sys.exit(128 + stop.signum)
 
-    print(f"\ndone: {global_step} steps in {time.time() - start_time:.0f} s; run folder {run_dir}")
+    steps, elapsed = global_step - start_step, time.time() - start_time
+    print(f"\ndone: {steps} steps in {elapsed:.2f} s ({steps / elapsed:.0f} SPS); run folder {run_dir}")
     envs.close()
     writer.close()
     csv_file.close()
