@@ -111,3 +111,12 @@ def test_running_mean_std_matches_numpy():
     np.testing.assert_allclose(rms.mean, data.mean(0), rtol=1e-5)
     np.testing.assert_allclose(rms.var, data.var(0), rtol=1e-4)
     assert math.isclose(rms.count, 500, rel_tol=1e-6)
+
+
+def test_numpy_policy_mean_matches_the_torch_network():
+    torch.manual_seed(0)
+    agent = ppo.Agent(11, 3, orthogonal=False)
+    obs = torch.randn(5, 11)
+    with torch.no_grad():
+        expected = agent.actor_mean(obs).numpy()
+    np.testing.assert_allclose(agent.numpy_mean()(obs.numpy()), expected, rtol=1e-5, atol=1e-6)
