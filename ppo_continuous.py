@@ -528,12 +528,13 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
 
     # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
     csv_path = os.path.join(run_dir, "episodes.csv")
-    rows = list(csv.reader(open(csv_path)))[1:] if ckpt and os.path.exists(csv_path) else []
+    rows = []
+    if ckpt is not None and os.path.exists(csv_path):
+        with open(csv_path) as f:
+            rows = [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
     csv_file = open(csv_path, "w", newline="")
     episodes_csv = csv.writer(csv_file)
-    episodes_csv.writerows(
-        [["global_step", "episodic_return", "episodic_length"]] + [r for r in rows if int(r[0]) <= global_step]
-    )
+    episodes_csv.writerows([["global_step", "episodic_return", "episodic_length"], *rows])
 
     # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
     stop = threading.Event()
@@ -597,11 +598,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         with torch.inference_mode():
             mean, logstd = agent.actor_mean(b_obs), agent.actor_logstd
             logratio = gaussian_log_prob(b_actions, mean, logstd) - b_logprobs
-            mean_kl = gaussian_kl(b_means, old_logstd, mean, logstd).mean().item()
-            ratio = logratio.exp()
-            pg_obj = policy_objective(ratio, b_advantages, args.objective, args.clip_coef,
-                                      gaussian_kl(b_means, old_logstd, mean, logstd), kl_beta)  # fmt: skip
+            ratio, kl = logratio.exp(), gaussian_kl(b_means, old_logstd, mean, logstd)
+            pg_obj = policy_objective(ratio, b_advantages, args.objective, args.clip_coef, kl, kl_beta).item()
             v_loss = value_loss(agent.value(b_obs), b_values, b_returns, value_clip).item()
+            mean_kl = kl.mean().item()
         if args.objective == "kl-adaptive":
             kl_beta = update_kl_beta(kl_beta, mean_kl, args.kl_target)
         # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
@@ -616,7 +616,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         recent_returns = (recent_returns + [ret for _, ret, _ in episodes])[-100:]
         sps = int((global_step - start_step) / (time.time() - start_time))
         scalars = {"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"],
-                   "losses/policy_loss": -pg_obj.item(), "losses/value_loss": v_loss,
+                   "losses/policy_loss": -pg_obj, "losses/value_loss": v_loss,
                    "losses/entropy": gaussian_entropy(logstd).item(), "losses/approx_kl": approx_kl(logratio).item(),
                    "losses/kl": mean_kl, "losses/clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item(),
                    "losses/explained_variance": explained_var}  # fmt: skip
