@@ -594,18 +594,26 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 nn.utils.clip_grad_norm_(params, args.max_grad_norm)
                 optimizer.step()
 
-        # Diagnostics over the whole batch, after the update: how far did π move from π_old?
+        # Diagnostics over the whole batch, after the update: how far did π move from π_old, how well does V fit?
         with torch.inference_mode():
             mean, logstd = agent.actor_mean(b_obs), agent.actor_logstd
             logratio = gaussian_log_prob(b_actions, mean, logstd) - b_logprobs
             ratio, kl = logratio.exp(), gaussian_kl(b_means, old_logstd, mean, logstd)
-            pg_obj = policy_objective(ratio, b_advantages, args.objective, args.clip_coef, kl, kl_beta).item()
-            v_loss = value_loss(agent.value(b_obs), b_values, b_returns, value_clip).item()
-            mean_kl = kl.mean().item()
+            pg_obj = policy_objective(ratio, b_advantages, args.objective, args.clip_coef, kl, kl_beta)
+            metrics = {
+                "losses/policy_loss": -pg_obj.item(),
+                "losses/value_loss": value_loss(agent.value(b_obs), b_values, b_returns, value_clip).item(),
+                "losses/entropy": gaussian_entropy(logstd).item(),
+                "losses/approx_kl": approx_kl(logratio).item(),
+                "losses/kl": kl.mean().item(),
+                "losses/clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item(),
+                # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
+                "losses/explained_variance": float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)),
+            }
         if args.objective == "kl-adaptive":
-            kl_beta = update_kl_beta(kl_beta, mean_kl, args.kl_target)
-        # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
-        explained_var = 1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)
+            kl_beta = update_kl_beta(kl_beta, metrics["losses/kl"], args.kl_target)
+        if uses_kl:
+            metrics["charts/kl_beta"] = kl_beta
 
         # TRY NOT TO MODIFY: logging, checkpoints, progress
         for step, ret, length in episodes:
@@ -615,14 +623,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         csv_file.flush()
         recent_returns = (recent_returns + [ret for _, ret, _ in episodes])[-100:]
         sps = int((global_step - start_step) / (time.time() - start_time))
-        scalars = {"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"],
-                   "losses/policy_loss": -pg_obj, "losses/value_loss": v_loss,
-                   "losses/entropy": gaussian_entropy(logstd).item(), "losses/approx_kl": approx_kl(logratio).item(),
-                   "losses/kl": mean_kl, "losses/clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item(),
-                   "losses/explained_variance": explained_var}  # fmt: skip
-        if uses_kl:
-            scalars["charts/kl_beta"] = kl_beta
-        for name, value in scalars.items():
+        metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
+        for name, value in metrics.items():
             writer.add_scalar(name, value, global_step)
         if stop.is_set() or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
             checkpoint(iteration)
