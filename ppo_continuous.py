@@ -149,6 +149,14 @@ def validate(args: Args) -> None:
     env.close()
 
 
+def stop_if_not_finite(loss: torch.Tensor, global_step: int, checkpoint_path: str) -> None:
+    """A NaN or infinite loss would poison the weights: stop before the step, and keep the last good checkpoint."""
+    if not torch.isfinite(loss):
+        print(f"error: non-finite loss at global step {global_step}; stopped. The last good checkpoint (if any) is"
+              f" kept at {checkpoint_path}", file=sys.stderr)  # fmt: skip
+        sys.exit(1)
+
+
 def load_checkpoint(path: str, flag: str) -> dict:
     """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
     try:
@@ -585,10 +593,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 pg_obj = policy_objective(ratio, mb_advantages, args.objective, args.clip_coef, kl, kl_beta)
                 v_loss = value_loss(agent.value(b_obs[mb]), b_values[mb], b_returns[mb], value_clip)
                 loss = total_loss(pg_obj, v_loss, gaussian_entropy(logstd), args.vf_coef, args.ent_coef)
-                if not torch.isfinite(loss):
-                    print(f"error: non-finite loss at global step {global_step}; stopped. The last good checkpoint"
-                          f" (if any) is kept at {checkpoint_path}", file=sys.stderr)  # fmt: skip
-                    sys.exit(1)
+                stop_if_not_finite(loss, global_step, checkpoint_path)
                 optimizer.zero_grad()
                 loss.backward()
                 nn.utils.clip_grad_norm_(params, args.max_grad_norm)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The scripts that share ppo_continuous.py's skeleton: the shared behaviour is tested on each of them
+SCRIPTS = ["ppo_continuous.py", "trpo.py", "reinforce_baseline.py"]
 
 
 def run_script(script: str, *flags: str, cwd, timeout: float = 300, wait: bool = True):
@@ -27,3 +29,20 @@ def only_run_dir(cwd) -> str:
 def read_episodes(folder: str) -> list[list[str]]:
     with open(os.path.join(folder, "episodes.csv")) as f:
         return list(csv.reader(f))
+
+
+def scalars(folder: str, tag: str) -> list[float]:
+    """The values a run logged to TensorBoard under `tag`, in step order."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(folder)
+    events.Reload()
+    return [event.value for event in events.Scalars(tag)]
+
+
+def scalar_tags(folder: str) -> set[str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(folder)
+    events.Reload()
+    return set(events.Tags()["scalars"])

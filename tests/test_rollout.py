@@ -9,12 +9,18 @@ import pytest
 import torch
 import torch.nn as nn
 
-import ppo_continuous as ppo
+import ppo_continuous
+import reinforce_baseline
+import trpo
 
 T, N = 7, 2  # two full episodes of 3 steps, then one step of a third; two envs in lockstep
 
 
-def rollout(env_id: str, bootstrap_truncated: bool = True):
+# The rollout is shared skeleton: each script must get every case right
+MODULES = [ppo_continuous, trpo, reinforce_baseline]
+
+
+def rollout(ppo, env_id: str, bootstrap_truncated: bool = True):
     args = ppo.Args(env_id=env_id, num_envs=N, num_steps=T, gamma=0.5, gae_lambda=0.5, norm_obs=False,
                     norm_reward=False, bootstrap_truncated=bootstrap_truncated)  # fmt: skip
     envs = ppo.make_envs(args, run_dir="unused")
@@ -30,8 +36,9 @@ def rollout(env_id: str, bootstrap_truncated: bool = True):
     return batch, advantages, values, episodes, carry
 
 
-def test_no_autoreset_transition_enters_the_batch():
-    batch, _, values, episodes, carry = rollout("tests.fake_envs:Chain-v0")
+@pytest.mark.parametrize("ppo", MODULES)
+def test_no_autoreset_transition_enters_the_batch(ppo):
+    batch, _, values, episodes, carry = rollout(ppo, "tests.fake_envs:Chain-v0")
     for i in range(N):
         assert batch["obs"][:, i, 0].tolist() == [0, 1, 2, 0, 1, 2, 0]  # the step within the episode
         assert batch["obs"][:, i, 1].tolist() == [0, 0, 0, 1, 1, 1, 2]  # the episode
@@ -43,8 +50,9 @@ def test_no_autoreset_transition_enters_the_batch():
     assert episodes == [(6, 6.0, 3), (6, 6.0, 3), (12, 6.0, 3), (12, 6.0, 3)]  # (global step, return, length)
 
 
-def test_truncation_bootstraps_from_the_real_final_observation():
-    batch, advantages, _, _, _ = rollout("tests.fake_envs:Chain-v0")
+@pytest.mark.parametrize("ppo", MODULES)
+def test_truncation_bootstraps_from_the_real_final_observation(ppo):
+    batch, advantages, _, _, _ = rollout(ppo, "tests.fake_envs:Chain-v0")
     # the real last observation [3, episode], kept although the env was reset to [0, episode + 1] in the same step
     assert batch["final_obs"][2].tolist() == [[3, 0], [3, 0]]
     assert batch["final_obs"][5].tolist() == [[3, 1], [3, 1]]
@@ -55,16 +63,18 @@ def test_truncation_bootstraps_from_the_real_final_observation():
         assert advantages[:, i].tolist() == pytest.approx(expected)
 
 
-def test_truncation_without_bootstrap_counts_as_termination():
-    _, advantages, _, _, _ = rollout("tests.fake_envs:Chain-v0", bootstrap_truncated=False)
+@pytest.mark.parametrize("ppo", MODULES)
+def test_truncation_without_bootstrap_counts_as_termination(ppo):
+    _, advantages, _, _, _ = rollout(ppo, "tests.fake_envs:Chain-v0", bootstrap_truncated=False)
     # 3 − 21 = −18 at the time limit; 1.5 + 0.25·(−18) = −3; 5.5 + 0.25·(−3) = 4.75
     expected = [4.75, -3.0, -18.0, 4.75, -3.0, -18.0, 5.5]
     for i in range(N):
         assert advantages[:, i].tolist() == pytest.approx(expected)
 
 
-def test_termination_stops_bootstrapping():
-    batch, advantages, _, episodes, _ = rollout("tests.fake_envs:ChainTerminal-v0")  # terminates after step t = 2
+@pytest.mark.parametrize("ppo", MODULES)
+def test_termination_stops_bootstrapping(ppo):
+    batch, advantages, _, episodes, _ = rollout(ppo, "tests.fake_envs:ChainTerminal-v0")  # terminates after step t = 2
     assert batch["terminated"][:, 0].tolist() == [0, 0, 1, 0, 0, 1, 0]
     assert not batch["truncated"].any() and not batch["final_obs"].any()
     for i in range(N):
@@ -72,7 +82,8 @@ def test_termination_stops_bootstrapping():
     assert [e[1] for e in episodes] == [6.0] * 4
 
 
-def test_bootstrap_values_cases():
+@pytest.mark.parametrize("ppo", MODULES)
+def test_bootstrap_values_cases(ppo):
     values = np.array([[1.0], [2.0], [3.0], [4.0]])
     final = np.full_like(values, 50.0)
     terminated = np.array([[0], [1], [0], [0]], dtype=bool)

@@ -5,11 +5,10 @@ import os
 import pytest
 import torch
 
-from tests.helpers import only_run_dir, run_script
-
-SCRIPT = "ppo_continuous.py"
+from tests.helpers import SCRIPTS, only_run_dir, run_script
 
 
+@pytest.mark.parametrize("script", SCRIPTS)
 @pytest.mark.parametrize(
     "flags, flag_named",
     [
@@ -18,16 +17,16 @@ SCRIPT = "ppo_continuous.py"
         (["--minibatch-size", "100"], "--minibatch-size"),
         (["--num-steps", "0"], "--num-steps"),
         (["--total-timesteps", "-5"], "--total-timesteps"),
-        (["--learning-rate", "0"], "--learning-rate"),
+        (["--gae-lambda", "2"], "--gae-lambda"),
         (["--num-envs", "0"], "--num-envs"),
         (["--gamma", "1.5"], "--gamma"),
         (["--resume", "missing.pt"], "--resume"),
         (["--eval-checkpoint", "corrupt.pt"], "--eval-checkpoint"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, flag_named):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, script, flags, flag_named):
     (tmp_path / "corrupt.pt").write_bytes(b"this is not a checkpoint")
-    proc = run_script(SCRIPT, *flags, cwd=tmp_path, timeout=120)
+    proc = run_script(script, *flags, cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and flag_named in lines[0], proc.stderr
@@ -35,11 +34,25 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, flag_named):
     assert not (tmp_path / "runs").exists()  # nothing half-made
 
 
-def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+@pytest.mark.parametrize(
+    "script, rate",
+    [
+        ("ppo_continuous.py", "--learning-rate"),
+        ("trpo.py", "--max-kl"),
+        ("reinforce_baseline.py", "--vf-learning-rate"),
+    ],
+)
+def test_non_positive_rate_is_refused(tmp_path, script, rate):
+    proc = run_script(script, rate, "0", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: {rate} must be positive, got 0.0", proc.stderr
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, script):
     # the env's reward turns NaN at its 300th step, in the third rollout of 128 steps
     flags = ["--env-id", "tests.fake_envs:ChainNan-v0", "--num-steps", "128", "--minibatch-size", "32",
              "--total-timesteps", "1280", "--save-model", "--save-interval", "1"]  # fmt: skip
-    proc = run_script(SCRIPT, *flags, cwd=tmp_path, timeout=120)
+    proc = run_script(script, *flags, cwd=tmp_path, timeout=120)
     assert proc.returncode == 1
     assert "non-finite loss" in proc.stderr and "Traceback" not in proc.stderr
     ckpt = torch.load(os.path.join(only_run_dir(tmp_path), "checkpoint.pt"), weights_only=True)

@@ -1,0 +1,91 @@
+"""End to end, as a user runs it: learning, determinism, interrupt and resume, evaluation of a saved model."""
+
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from tests.helpers import SCRIPTS, only_run_dir, read_episodes, run_script, scalar_tags
+
+# Learning on InvertedPendulum-v4 within about 40 s each. PPO and TRPO use their defaults (Table 3 for PPO).
+# Vanilla PG takes one gradient step per batch, so it gets smaller batches and a larger stepsize to learn in time.
+LEARNING = {
+    "ppo_continuous.py": [],
+    "trpo.py": [],
+    "reinforce_baseline.py": ["--num-steps", "512", "--learning-rate", "3e-3"],
+}
+# A short Hopper run: 20 rollouts of 256 steps
+SHORT = ["--env-id", "Hopper-v4", "--num-steps", "256", "--total-timesteps", "5120", "--save-model"]
+METRICS = {"charts/episodic_return", "charts/episodic_length", "charts/SPS", "charts/learning_rate",
+           "losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl", "losses/kl",
+           "losses/explained_variance"}  # fmt: skip
+
+
+def load(folder: str) -> dict:
+    return torch.load(os.path.join(folder, "checkpoint.pt"), weights_only=True)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_learns_inverted_pendulum_and_evaluates_the_saved_model(tmp_path, script):
+    proc = run_script(script, "--env-id", "InvertedPendulum-v4", "--total-timesteps", "102400", "--save-model",
+                      *LEARNING[script], cwd=tmp_path, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    folder = only_run_dir(tmp_path)
+    rows = read_episodes(folder)
+    assert rows[0] == ["global_step", "episodic_return", "episodic_length"]
+    last100 = [float(r[1]) for r in rows[-100:]]
+    assert sum(last100) / len(last100) >= 500, f"mean of the last 100 episodes {sum(last100) / len(last100)}"
+    assert METRICS <= scalar_tags(folder)
+
+    ckpt = load(folder)  # weights_only=True
+    assert ckpt["global_step"] == 102400 and ckpt["args"]["env_id"] == "InvertedPendulum-v4"
+    assert {"agent", "optimizer", "obs_rms", "ret_rms", "args", "global_step", "envs", "torch_rng"} <= set(ckpt)
+    path = os.path.join(folder, "checkpoint.pt")
+    proc = run_script(script, "--eval-checkpoint", path, "--eval-episodes", "5", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    mean_return = float(proc.stdout.split("mean return")[1].split()[0])
+    assert mean_return >= 500, proc.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_same_seed_same_returns(tmp_path, script):
+    for name in ("a", "b"):
+        os.makedirs(tmp_path / name)
+        proc = run_script(script, *SHORT, "--seed", "7", cwd=tmp_path / name, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    a, b = (only_run_dir(tmp_path / name) for name in ("a", "b"))
+    assert len(read_episodes(a)) > 50 and read_episodes(a) == read_episodes(b)  # identical to the last digit
+    for key, value in load(a)["agent"].items():
+        assert torch.equal(value, load(b)["agent"][key]), key
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, script):
+    os.makedirs(tmp_path / "whole")
+    os.makedirs(tmp_path / "parts")
+    proc = run_script(script, *SHORT, cwd=tmp_path / "whole", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+    # SIGTERM once training has begun: the script finishes the iteration, saves, and exits
+    running = run_script(script, *SHORT, cwd=tmp_path / "parts", wait=False)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list((tmp_path / "parts").glob("runs/*/episodes.csv")):
+        time.sleep(0.05)
+    time.sleep(0.5)
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "--resume" in out
+    folder = only_run_dir(tmp_path / "parts")
+    assert 0 < load(folder)["global_step"] < 5120, "the signal must arrive mid-run for this test to mean anything"
+
+    proc = run_script(script, "--resume", os.path.join(folder, "checkpoint.pt"), cwd=tmp_path / "parts", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    whole = only_run_dir(tmp_path / "whole")
+    assert read_episodes(folder) == read_episodes(whole)
+    for key, value in load(whole)["agent"].items():
+        assert torch.equal(value, load(folder)["agent"][key]), key
+    for key in ("mean", "var"):
+        assert torch.equal(load(whole)["obs_rms"][key], load(folder)["obs_rms"][key])
