@@ -1,0 +1,620 @@
+"""PPO on Atari: Schulman et al. 2017, "Proximal Policy Optimization Algorithms", Table 5 and §6.4.
+
+Defaults are Table 5 (8 actors, T=128, Adam 2.5e-4 × α, 3 epochs, minibatch 32 × 8, gamma 0.99, lambda 0.95,
+eps 0.1 × α, c1 = 1, c2 = 0.01, α annealed from 1 to 0 over 10M steps). The envs are ale-py's C++ AtariVectorEnv
+(no-op starts, frame skip 4 with max-pooling, 84x84 grayscale, a stack of 4, fire on reset, no sticky actions).
+The agent learns from sign-clipped rewards with a lost life ending the episode for bootstrapping; the logged return
+is the real score of a whole game, over all its lives. Same skeleton as ppo_continuous.py.
+
+    python ppo_atari.py --env-id BreakoutNoFrameskip-v4
+"""
+
+import csv
+import dataclasses
+import difflib
+import math
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+from ale_py import roms
+from ale_py.vector_env import AtariVectorEnv
+from torch.utils.tensorboard import SummaryWriter
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """name of this experiment; part of the run folder runs/{env_id}__{exp_name}__{seed}__{time}"""
+    seed: int = 1
+    """seed of torch and the environments: the same seed on the same machine gives the same returns, bit for bit"""
+    cuda: bool = True
+    """train on a GPU when one is present (the CNN wants it); --no-cuda forces the CPU"""
+    track: bool = False
+    """also log to Weights & Biases (works without an account under WANDB_MODE=offline)"""
+    wandb_project_name: str = "ppo-paper"
+    """the wandb project"""
+    wandb_entity: Optional[str] = None
+    """the wandb entity (team); None uses your default"""
+    capture_video: bool = False
+    """record games of env 0 as the agent sees them (84x84 grayscale) to runs/{run_name}/videos"""
+    save_model: bool = False
+    """write runs/{run_name}/checkpoint.pt every --save-interval iterations and at the end (Ctrl-C always saves)"""
+    save_interval: int = 10
+    """iterations between checkpoints when --save-model is on"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint exactly where it stopped; the checkpoint's flags are used"""
+    eval_checkpoint: Optional[str] = None
+    """instead of training, run the deterministic policy of this checkpoint and print its mean return"""
+    eval_episodes: int = 10
+    """episodes for --eval-checkpoint"""
+
+    # Table 5 of the paper
+    env_id: str = "BreakoutNoFrameskip-v4"
+    """an Atari game: BreakoutNoFrameskip-v4, ALE/Breakout-v5 or breakout all name the same ROM"""
+    total_timesteps: int = 10_000_000
+    """agent steps in all (Table 5: 10M steps = 40M frames)"""
+    num_envs: int = 8
+    """Table 5 "number of actors" (8): games stepped in lockstep by ale-py's C++ threads"""
+    num_steps: int = 128
+    """Table 5 "horizon (T)" (128): steps per actor in each rollout; the batch is num_envs * num_steps"""
+    learning_rate: float = 2.5e-4
+    """Table 5 "Adam stepsize" (2.5e-4 × α)"""
+    update_epochs: int = 3
+    """Table 5 "num. epochs" (3; CleanRL uses 4): passes over each batch (K in Algorithm 1)"""
+    minibatch_size: int = 256
+    """Table 5 "minibatch size" (32 × 8 = 256): M in Algorithm 1; must divide the batch"""
+    gamma: float = 0.99
+    """Table 5 "discount (gamma)" (0.99)"""
+    gae_lambda: float = 0.95
+    """Table 5 "GAE parameter (lambda)" (0.95): 0 trusts the critic, 1 the Monte-Carlo return"""
+
+    # The surrogate objective, §6.1 and Table 1
+    objective: Literal["clip", "kl-fixed", "kl-adaptive", "none"] = "clip"
+    """clip: L^CLIP (7); kl-fixed / kl-adaptive: L^KLPEN (8) with fixed or adapted beta; none: L^CPI (6)"""
+    clip_coef: float = 0.1
+    """epsilon of L^CLIP (Table 5: 0.1 × α); also the value-clip range"""
+    anneal_clip: bool = True
+    """anneal epsilon with α from 1 to 0, as Table 5 does (CleanRL keeps it fixed)"""
+    kl_beta: float = 1.0
+    """beta of L^KLPEN: the fixed value (Table 1: 0.3 to 10), or the starting value of the adaptive rule (1)"""
+    kl_target: float = 0.01
+    """d_targ of the adaptive rule (Table 1: 0.003, 0.01, 0.03): halve beta below d_targ/1.5, double above 1.5*d_targ"""
+    vf_coef: float = 1.0
+    """c1 of (9) on L^VF = (V - V_targ)^2 (Table 5: 1; CleanRL's 0.5 on half the squared error is 0.25 here)"""
+    ent_coef: float = 0.01
+    """c2 of (9): entropy bonus (Table 5: 0.01)"""
+
+    # Implementation details [not in paper]; defaults follow the openai/baselines ppo2 code the paper used
+    orthogonal_init: bool = True
+    """[not in paper] orthogonal weights (gain sqrt 2, 0.01 for the policy head, 1 for the value head), zero biases"""
+    adam_eps: float = 1e-5
+    """[not in paper] Adam's epsilon (PyTorch's default is 1e-8): a larger eps damps steps on tiny gradients"""
+    anneal_lr: bool = True
+    """anneal the learning rate with α from 1 to 0 over training, as Table 5 does"""
+    norm_adv: bool = True
+    """[not in paper] normalize advantages to mean 0, std 1 in each minibatch, so the step size is scale-free"""
+    clip_reward: bool = True
+    """learn from sign(r) in {-1, 0, 1}, as the paper's Atari code did; the logged return stays the real score"""
+    life_loss_done: bool = True
+    """a lost life ends the episode for bootstrapping and GAE (the game itself goes on, with no reset)"""
+    env_threads: int = 2
+    """C++ threads of ale-py's vector env"""
+    torch_threads: int = 2
+    """torch threads on the CPU: for the CNN two beat one here (see benchmark/RESULTS.md)"""
+    max_grad_norm: float = 0.5
+    """[not in paper] clip the global gradient norm of each minibatch step to this"""
+    clip_vloss: bool = True
+    """[not in paper] clip the value update like the policy ratio: max of clipped and unclipped squared error"""
+    bootstrap_truncated: bool = True
+    """bootstrap a truncation (108,000 frames) from V(real final observation); off treats it as a termination"""
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def validate(args: Args) -> None:
+    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
+                 "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "env_threads",
+                 "torch_threads", "max_grad_norm"):  # fmt: skip
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
+        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.minibatch_size:
+        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
+    if atari_game(args.env_id) not in roms.get_all_rom_ids():
+        close = difflib.get_close_matches(atari_game(args.env_id), roms.get_all_rom_ids(), n=4)
+        fail(f"--env-id {args.env_id}: no Atari game {atari_game(args.env_id)!r}; close names: {', '.join(close)}")
+
+
+def stop_if_not_finite(loss: torch.Tensor, global_step: int, checkpoint_path: str) -> None:
+    """A NaN or infinite loss would poison the weights: stop before the step, and keep the last good checkpoint."""
+    if not torch.isfinite(loss):
+        print(f"error: non-finite loss at global step {global_step}; stopped. The last good checkpoint (if any) is"
+              f" kept at {checkpoint_path}", file=sys.stderr)  # fmt: skip
+        sys.exit(1)
+
+
+def load_checkpoint(path: str, flag: str) -> dict:
+    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as e:  # missing, truncated or not a checkpoint: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+
+
+def save_checkpoint(path: str, state: dict) -> None:
+    # write then rename, so an interrupted save never destroys the last good checkpoint
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def atari_game(env_id: str) -> str:
+    """The ROM name of an id: BreakoutNoFrameskip-v4, ALE/Breakout-v5 and breakout all give breakout."""
+    name = re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", env_id.split("/")[-1])
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()  # MsPacman → ms_pacman
+
+
+def make_envs(args: Args, run_dir: str) -> AtariVectorEnv:
+    """ale-py's vector env: preprocessing in C++ threads, about 3x faster than gymnasium's Python wrappers.
+
+    It autoresets in the same step (SAME_STEP), handing the real final observation over in info["final_obs"]. Three
+    of its options are traps for PPO, so they stay off and the script does their job itself: its episodic_life
+    resets the whole game on a life loss, its life_loss_info marks a termination that no reset follows, and its
+    reward clipping would hide the game's score.
+    """
+    return AtariVectorEnv(
+        atari_game(args.env_id), args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        noop_max=30, frameskip=4, maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4,
+        use_fire_reset=True, repeat_action_probability=0.0,  # the paper's setting: no sticky actions
+        episodic_life=False, life_loss_info=False, reward_clipping=False, num_threads=args.env_threads,
+    )  # fmt: skip
+
+
+def layer_init(layer: nn.Module, std: float, orthogonal: bool) -> nn.Module:
+    if orthogonal:
+        nn.init.orthogonal_(layer.weight, std)
+        nn.init.constant_(layer.bias, 0.0)
+    return layer
+
+
+class Agent(nn.Module):
+    """The Nature CNN (Mnih et al. 2015) as a shared trunk, with a softmax policy head and a value head."""
+
+    def __init__(self, num_actions: int, orthogonal: bool = True):
+        super().__init__()
+        self.network = nn.Sequential(
+            layer_init(nn.Conv2d(4, 32, 8, stride=4), math.sqrt(2), orthogonal),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(32, 64, 4, stride=2), math.sqrt(2), orthogonal),
+            nn.ReLU(),
+            layer_init(nn.Conv2d(64, 64, 3, stride=1), math.sqrt(2), orthogonal),
+            nn.ReLU(),
+            nn.Flatten(),
+            layer_init(nn.Linear(64 * 7 * 7, 512), math.sqrt(2), orthogonal),
+            nn.ReLU(),
+        )
+        self.actor = layer_init(nn.Linear(512, num_actions), 0.01, orthogonal)  # near-uniform π at the start
+        self.critic = layer_init(nn.Linear(512, 1), 1.0, orthogonal)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits and V(s) of uint8 frames (B, 4, 84, 84), scaled to [0, 1] here so that buffers stay uint8."""
+        hidden = self.network(obs.float() / 255.0)
+        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        return self(obs)[1]
+
+
+# ALGO LOGIC: the math, as small pure functions
+
+
+def categorical_log_prob(logits: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    # log π(a|s) = log softmax(logits)_a
+    return torch.log_softmax(logits, -1).gather(-1, action.unsqueeze(-1)).squeeze(-1)
+
+
+def categorical_entropy(logits: torch.Tensor) -> torch.Tensor:
+    # S[π] = −Σ_a π(a) log π(a)
+    logp = torch.log_softmax(logits, -1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def categorical_kl(logits_old: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    # KL[π_old, π] = Σ_a π_old(a) (log π_old(a) − log π(a))
+    logp_old, logp = torch.log_softmax(logits_old, -1), torch.log_softmax(logits, -1)
+    return (logp_old.exp() * (logp_old - logp)).sum(-1)
+
+
+def annealed(iteration: int, num_iterations: int) -> float:
+    # α of Table 5: 1 at the first iteration, falling linearly towards 0 at the end of training
+    return 1.0 - (iteration - 1.0) / num_iterations
+
+
+def approx_kl(logratio: torch.Tensor) -> torch.Tensor:
+    # Ê[(r − 1) − log r]: an unbiased, never-negative sample estimate of KL[π_old, π] (a diagnostic)
+    return ((logratio.exp() - 1) - logratio).mean()
+
+
+def policy_objective(ratio, advantages, objective: str, clip_coef: float, kl=None, kl_beta: float = 0.0):
+    """The surrogate L(θ) to maximize: one row of Table 1. `kl` is KL[π_old, π] per sample (penalty rows only)."""
+    if objective == "clip":
+        # L^CLIP = Ê[min(r Â, clip(r, 1 − ε, 1 + ε) Â)]  (7)
+        return torch.min(ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages).mean()
+    if objective in ("kl-fixed", "kl-adaptive"):
+        # L^KLPEN = Ê[r Â − β KL[π_old, π]]  (8)
+        return (ratio * advantages - kl_beta * kl).mean()
+    # L^CPI = Ê[r Â]  (6): no clipping or penalty
+    return (ratio * advantages).mean()
+
+
+def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
+    # L^VF = Ê[(V_θ(s_t) − V_targ)²]  (9)
+    loss = (values - returns) ** 2
+    if clip_coef is not None:  # [not in paper] V_clip = V_old + clip(V − V_old, −ε, ε); take the larger error
+        clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.max(loss, (clipped - returns) ** 2)
+    return loss.mean()
+
+
+def total_loss(policy_obj, v_loss, entropy, vf_coef: float, ent_coef: float):
+    # −L^{CLIP+VF+S} = −(L − c1 L^VF + c2 S)  (9): the optimizer minimizes, the paper maximizes
+    return -(policy_obj - vf_coef * v_loss + ent_coef * entropy)
+
+
+def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
+    # §4: d < d_targ / 1.5 → β ← β / 2;  d > d_targ × 1.5 → β ← β × 2
+    if kl < kl_target / 1.5:
+        return kl_beta / 2
+    if kl > kl_target * 1.5:
+        return kl_beta * 2
+    return kl_beta
+
+
+def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
+    """V(s_{t+1}) for each step t of a (T, N) rollout, from the values of the observations that followed it.
+
+    Not done: the value of the next observation in the buffer (last_value after the rollout's last step).
+    terminated: 0, the episode has no future. truncated (time limit): V(real final observation), or 0 when off.
+    """
+    next_values = np.concatenate([values[1:], last_value[None]])
+    next_values = np.where(truncated, final_values if bootstrap_truncated else 0.0, next_values)
+    return np.where(terminated, 0.0, next_values).astype(values.dtype)
+
+
+def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized advantage estimates (11)-(12) for (T, N) arrays; `dones` cuts the sum where an episode ended."""
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        # δ_t = r_t + γ V(s_{t+1}) − V(s_t)
+        delta = rewards[t] + gamma * next_values[t] - values[t]
+        # Â_t = δ_t + γλ Â_{t+1}
+        last = delta + gamma * gae_lambda * (1.0 - dones[t]) * last
+        advantages[t] = last
+    return advantages
+
+
+@dataclass
+class Carry:
+    """What one rollout hands to the next: the env's last observation and the running games' counters."""
+
+    next_obs: np.ndarray  # (num_envs, 4, 84, 84) uint8
+    lives: np.ndarray  # (num_envs,) lives left, to see a life being lost
+    episode_return: np.ndarray  # (num_envs,) raw score of the running games, over all lives
+    episode_length: np.ndarray
+    frames: list  # env 0's frames of the running game, when recording video
+    games: int = 0  # games env 0 finished, for the video schedule
+
+
+def start_carry(envs: AtariVectorEnv, args: Args, seed: int) -> Carry:
+    """Reset the games with a seed; fresh counters."""
+    next_obs, info = envs.reset(seed=seed)
+    zeros = np.zeros(args.num_envs)
+    return Carry(next_obs, info["lives"].copy(), zeros.copy(), zeros.copy(), [])
+
+
+def save_video(frames: list, path: str) -> None:
+    import imageio.v2 as imageio  # ships with moviepy; imported only when recording
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    imageio.mimsave(path, frames, fps=15)
+
+
+def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
+    """Run the policy for num_steps steps in each env (Algorithm 1, "run policy π_θold in environment for T steps").
+
+    The vector env autoresets in the same step (SAME_STEP): each stored transition is real, the reset observation
+    only becomes the next step's input, and a truncated game's real final observation is kept for bootstrapping.
+    The shared trunk gives V(s) and log π(a|s) with the action, so the rollout stores them.
+    Finished games are appended to `episodes` as (global_step, score, length).
+    """
+    T, N, device = args.num_steps, args.num_envs, next(agent.parameters()).device
+    obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.uint8)  # (T, N, 4, 84, 84): uint8, 1/4 of float32
+    final_obs = {}  # (t, i) → real last observation of a truncated game
+    actions = np.zeros((T, N), dtype=np.int64)
+    logits = np.zeros((T, N, envs.single_action_space.n), dtype=np.float32)  # (T, N, num_actions): π_old
+    values, rewards = np.zeros((T, N), dtype=np.float32), np.zeros((T, N), dtype=np.float32)
+    terminated = np.zeros((T, N), dtype=bool)
+    truncated = np.zeros((T, N), dtype=bool)
+    # a ~ π(·|s) by the Gumbel-max trick, argmax(logits + g): all the noise g ~ Gumbel(0, 1) drawn at once
+    gumbel = -torch.empty(logits.shape).exponential_().log().numpy()
+    for step in range(T):
+        obs[step] = carry.next_obs
+        with torch.inference_mode():
+            step_logits, step_values = agent(torch.from_numpy(carry.next_obs).to(device))
+        logits[step], values[step] = step_logits.cpu().numpy(), step_values.cpu().numpy()
+        actions[step] = (logits[step] + gumbel[step]).argmax(-1)
+        next_obs, reward, terminated[step], truncated[step], info = envs.step(actions[step])
+        global_step += N
+        carry.episode_return += reward  # the real score: whole games, every life, unclipped
+        carry.episode_length += 1
+        game_over = terminated[step] | truncated[step]
+        # a lost life ends the episode for bootstrapping only: no reset follows, and the next transition is kept
+        life_lost = (info["lives"] < carry.lives) & ~game_over
+        carry.lives = info["lives"].copy()
+        terminated[step] |= life_lost & args.life_loss_done
+        rewards[step] = np.sign(reward) if args.clip_reward else reward
+        if args.capture_video:
+            carry.frames.append(info["final_obs"][0, -1] if game_over[0] else next_obs[0, -1])
+        if game_over.any():
+            for i in np.flatnonzero(game_over):
+                episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
+                if truncated[step, i]:
+                    final_obs[step, i] = info["final_obs"][i]
+            carry.episode_return[game_over], carry.episode_length[game_over] = 0, 0
+            if args.capture_video and game_over[0]:  # games 0, 1, 8, 27, 64, ... as gymnasium's RecordVideo
+                if round(carry.games ** (1 / 3)) ** 3 == carry.games:
+                    save_video(carry.frames, f"{args.run_dir}/videos/game-{carry.games}.mp4")
+                carry.frames, carry.games = [], carry.games + 1
+        carry.next_obs = next_obs
+    return {"obs": obs, "final_obs": final_obs, "actions": actions, "logits": logits, "values": values,
+            "rewards": rewards, "terminated": terminated, "truncated": truncated}  # fmt: skip
+
+
+def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
+    """Â (11)-(12) and V(s_t) for a (T, N) rollout; V(s_t) came with the actions, only bootstrap values are new."""
+    device = next(agent.parameters()).device
+    values, final_values = rollout["values"], np.zeros_like(rollout["values"])
+    with torch.inference_mode():
+        last_value = agent.value(torch.from_numpy(next_obs).to(device)).cpu().numpy()  # (N,)
+        if rollout["final_obs"]:
+            frames = torch.from_numpy(np.stack(list(rollout["final_obs"].values()))).to(device)
+            final_values[tuple(zip(*rollout["final_obs"]))] = agent.value(frames).cpu().numpy()
+    next_values = bootstrap_values(
+        values, final_values, last_value, rollout["terminated"], rollout["truncated"], args.bootstrap_truncated
+    )
+    dones = (rollout["terminated"] | rollout["truncated"]).astype(np.float32)
+    return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
+
+
+def evaluate(args: Args) -> list:
+    """Play --eval-episodes games with a checkpoint's policy, one game per env, and print the mean score.
+
+    The actions are sampled from π: a greedy Atari policy can stall for a whole game (never pressing FIRE).
+    """
+    if args.eval_episodes <= 0:
+        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
+    saved = Args(**{**ckpt["args"], "num_envs": args.eval_episodes})
+    envs = make_envs(saved, run_dir="")
+    agent = Agent(envs.single_action_space.n)
+    agent.load_state_dict(ckpt["agent"])
+    obs, _ = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
+    scores, finished = np.zeros(args.eval_episodes), np.zeros(args.eval_episodes, dtype=bool)
+    while not finished.all():
+        with torch.inference_mode():
+            logits, _ = agent(torch.from_numpy(obs))
+        actions = torch.distributions.Categorical(logits=logits).sample().numpy()
+        obs, reward, terminated, truncated, _ = envs.step(actions)
+        scores += reward * ~finished
+        finished |= terminated | truncated
+    print(f"eval {saved.env_id}: mean return {scores.mean():.2f} +- {scores.std():.2f} over {len(scores)} games")
+    return scores.tolist()
+
+
+def train(args: Args, ckpt: Optional[dict] = None) -> None:
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    if ckpt is not None:
+        run_dir = os.path.dirname(os.path.abspath(args.resume))
+    else:
+        run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    os.makedirs(run_dir, exist_ok=True)
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+                   config=vars(args), name=os.path.basename(run_dir), dir=run_dir, save_code=True)  # fmt: skip
+    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
+    writer.add_text(
+        "hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    )
+
+    # TRY NOT TO MODIFY: seeding
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.torch_threads)
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+
+    args.run_dir = run_dir  # where collect_rollout writes videos
+    envs = make_envs(args, run_dir)
+    agent = Agent(envs.single_action_space.n, args.orthogonal_init).to(device)
+    # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
+    params = list(agent.parameters())  # listed once: agent.parameters() walks the modules on every call
+    optimizer = torch.optim.Adam(params, lr=args.learning_rate, eps=args.adam_eps, fused=True)
+    global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
+    if ckpt is not None:
+        agent.load_state_dict(ckpt["agent"])
+        optimizer.load_state_dict(ckpt["optimizer"])
+        torch.set_rng_state(ckpt["torch_rng"])
+        global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
+    # ale-py's vector env cannot save its emulators: a resumed run starts new games (seeded by the step), so resume
+    # is exact for the learner (weights, optimizer, RNG, step) but not for the games in progress at the checkpoint
+    carry = start_carry(envs, args, args.seed + global_step)
+
+    def checkpoint(iteration: int) -> None:
+        save_checkpoint(checkpoint_path, {
+            "args": {k: v for k, v in dataclasses.asdict(args).items() if k != "run_dir"}, "global_step": global_step,
+            "iteration": iteration, "kl_beta": kl_beta, "agent": agent.state_dict(),
+            "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+        })  # fmt: skip
+
+    # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
+    csv_path = os.path.join(run_dir, "episodes.csv")
+    rows = []
+    if ckpt is not None and os.path.exists(csv_path):
+        with open(csv_path) as f:
+            rows = [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
+    csv_file = open(csv_path, "w", newline="")
+    episodes_csv = csv.writer(csv_file)
+    episodes_csv.writerows([["global_step", "episodic_return", "episodic_length"], *rows])
+
+    # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
+    stop = threading.Event()
+
+    def request_stop(signum, frame):
+        stop.signum = signum
+        stop.set()
+        signal.signal(signum, signal.SIG_DFL)
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    tty, recent_returns = sys.stdout.isatty(), []
+    start_time, start_step = time.time(), global_step
+
+    for iteration in range(start_iteration, num_iterations + 1):
+        alpha = annealed(iteration, num_iterations)  # Table 5: lr and ε anneal with α from 1 to 0
+        optimizer.param_groups[0]["lr"] = args.learning_rate * (alpha if args.anneal_lr else 1.0)
+        clip_coef = args.clip_coef * (alpha if args.anneal_clip else 1.0)
+
+        # ALG STEP 1: run policy π_θold for T timesteps in each of the N environments
+        episodes = []
+        rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
+        global_step += batch_size
+
+        # ALG STEP 2: advantage estimates Â_1..Â_T; π_old and V(s_t) came with the rollout
+        advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
+        b_obs = torch.from_numpy(rollout["obs"].reshape((batch_size, 4, 84, 84))).to(device)  # (B, 4, 84, 84) uint8
+        b_actions = torch.from_numpy(rollout["actions"].reshape(batch_size)).to(device)  # (B,)
+        b_logits = torch.from_numpy(rollout["logits"].reshape(batch_size, -1)).to(device)  # (B, num_actions)
+        b_logprobs = categorical_log_prob(b_logits, b_actions)  # (B,)
+        b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
+        b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
+        b_returns = b_advantages + b_values  # V_targ = Â + V_old
+
+        # ALG STEP 3: optimize the surrogate for K epochs with minibatches of size M
+        value_clip = clip_coef if args.clip_vloss else None
+        uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
+        last_logits, last_values = torch.zeros_like(b_logits), torch.zeros_like(b_values)
+        for _epoch in range(args.update_epochs):
+            for mb in torch.randperm(batch_size, device=device).split(args.minibatch_size):
+                logits, new_values = agent(b_obs[mb])
+                last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()  # for the diagnostics
+                # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
+                ratio = (categorical_log_prob(logits, b_actions[mb]) - b_logprobs[mb]).exp()
+                mb_advantages = b_advantages[mb]
+                if args.norm_adv:
+                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
+                kl = categorical_kl(b_logits[mb], logits) if uses_kl else None
+                pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta)
+                v_loss = value_loss(new_values, b_values[mb], b_returns[mb], value_clip)
+                entropy = categorical_entropy(logits).mean()
+                loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
+                stop_if_not_finite(loss, global_step, checkpoint_path)
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+                optimizer.step()
+
+        # Diagnostics over the batch from the last epoch's forward passes: how far π moved, how well V fits
+        with torch.inference_mode():
+            logits, new_values = last_logits, last_values  # the last epoch's outputs: a CNN pass costs too much
+            logratio = categorical_log_prob(logits, b_actions) - b_logprobs
+            ratio, kl = logratio.exp(), categorical_kl(b_logits, logits)
+            pg_obj = policy_objective(ratio, b_advantages, args.objective, clip_coef, kl, kl_beta)
+            metrics = {
+                "losses/policy_loss": -pg_obj.item(),
+                "losses/value_loss": value_loss(new_values, b_values, b_returns, value_clip).item(),
+                "losses/entropy": categorical_entropy(logits).mean().item(),
+                "losses/approx_kl": approx_kl(logratio).item(),
+                "losses/kl": kl.mean().item(),
+                "losses/clipfrac": ((ratio - 1).abs() > clip_coef).float().mean().item(),
+                "charts/clip_coef": clip_coef,
+                # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
+                "losses/explained_variance": float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)),
+            }
+        if args.objective == "kl-adaptive":
+            kl_beta = update_kl_beta(kl_beta, metrics["losses/kl"], args.kl_target)
+        if uses_kl:
+            metrics["charts/kl_beta"] = kl_beta
+
+        # TRY NOT TO MODIFY: logging, checkpoints, progress
+        for step, ret, length in episodes:
+            writer.add_scalar("charts/episodic_return", ret, step)
+            writer.add_scalar("charts/episodic_length", length, step)
+            episodes_csv.writerow([step, ret, length])
+        csv_file.flush()
+        recent_returns = (recent_returns + [ret for _, ret, _ in episodes])[-100:]
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
+        for name, value in metrics.items():
+            writer.add_scalar(name, value, global_step)
+        if stop.is_set() or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
+            checkpoint(iteration)
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1)
+        line = (
+            f"step {global_step:>9}/{args.total_timesteps}  SPS {sps:>5}  return(100) {recent}  ETA {eta / 60:5.1f} min"
+        )
+        if tty:  # a live line on a terminal; in a log file, ten lines over the run
+            print("\r" + line, end="", flush=True)
+        elif iteration % max(1, num_iterations // 10) == 0:
+            print(line, flush=True)
+        if stop.is_set():
+            print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
+            sys.exit(128 + stop.signum)
+
+    steps, elapsed = global_step - start_step, time.time() - start_time
+    print(f"\ndone: {steps} steps in {elapsed:.2f} s ({steps / elapsed:.0f} SPS); run folder {run_dir}")
+    envs.close()
+    writer.close()
+    csv_file.close()
+
+
+def main() -> None:
+    args = tyro.cli(Args)
+    if args.eval_checkpoint:
+        evaluate(args)
+        return
+    ckpt = None
+    if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
+        ckpt = load_checkpoint(args.resume, "--resume")
+        args = Args(**{**ckpt["args"], "resume": args.resume})
+    validate(args)
+    train(args, ckpt)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""ppo_atari.py on the real emulator: short runs, the real game score, life losses, the α schedule, the seed's (9)."""
+
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+
+import ppo_atari
+from tests.helpers import only_run_dir, run_script, scalars
+
+TINY = ["--num-envs", "2", "--num-steps", "32", "--minibatch-size", "32", "--update-epochs", "2",
+        "--total-timesteps", "256", "--save-model", "--no-cuda"]  # fmt: skip
+
+
+@pytest.mark.parametrize("env_id", ["BreakoutNoFrameskip-v4", "ALE/Pong-v5"])
+def test_a_few_iterations_run_with_finite_losses_and_the_alpha_schedule(tmp_path, env_id):
+    proc = run_script("ppo_atari.py", "--env-id", env_id, *TINY, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    folder = only_run_dir(tmp_path)
+    ckpt = torch.load(os.path.join(folder, "checkpoint.pt"), weights_only=True)
+    assert ckpt["global_step"] == 256 and ckpt["iteration"] == 4
+    for tag in ("losses/policy_loss", "losses/value_loss", "losses/entropy", "losses/approx_kl"):
+        values = scalars(folder, tag)
+        assert len(values) == 4 and all(math.isfinite(v) for v in values), tag
+    # α = 1, 3/4, 1/2, 1/4 over the 4 iterations: Table 5's lr 2.5e-4 α and ε 0.1 α
+    alpha = [1.0, 0.75, 0.5, 0.25]
+    assert scalars(folder, "charts/learning_rate") == pytest.approx([2.5e-4 * a for a in alpha])
+    assert scalars(folder, "charts/clip_coef") == pytest.approx([0.1 * a for a in alpha])
+
+
+def test_alpha_falls_linearly_from_one():
+    assert [ppo_atari.annealed(i, 4) for i in range(1, 5)] == [1.0, 0.75, 0.5, 0.25]
+
+
+def test_env_ids_map_to_roms_and_unknown_games_get_close_names(tmp_path):
+    for env_id, game in [("BreakoutNoFrameskip-v4", "breakout"), ("ALE/Breakout-v5", "breakout"),
+                         ("MsPacmanNoFrameskip-v4", "ms_pacman"), ("SpaceInvaders-v4", "space_invaders"),
+                         ("pong", "pong")]:  # fmt: skip
+        assert ppo_atari.atari_game(env_id) == game
+    proc = run_script("ppo_atari.py", "--env-id", "BreakotNoFrameskip-v4", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "breakout" in proc.stderr and "--env-id" in proc.stderr
+
+
+def test_seed_full_objective_through_the_scripts_loss():
+    entropy = ppo_atari.categorical_entropy(torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64).log())
+    assert round(entropy.item(), 3) == 1.030
+    v_loss = ppo_atari.value_loss(torch.tensor([0.5]), torch.tensor([0.5]), torch.tensor([0.81]))
+    loss = ppo_atari.total_loss(torch.tensor(1.2), v_loss, entropy, vf_coef=1.0, ent_coef=0.01)  # c1, c2 of Table 5
+    assert round(-loss.item(), 3) == 1.114
+    assert ppo_atari.Args().vf_coef == 1.0 and ppo_atari.Args().ent_coef == 0.01
+
+
+def play(env_id: str, steps: int, seed: int = 5):
+    """The script's own rollout, one step at a time: per step the lives left, the batch's flags and the games."""
+    args = ppo_atari.Args(env_id=env_id, num_envs=1, num_steps=1, seed=seed)
+    envs = ppo_atari.make_envs(args, run_dir="")
+    torch.manual_seed(seed)
+    agent = ppo_atari.Agent(envs.single_action_space.n)
+    carry = ppo_atari.start_carry(envs, args, seed)
+    steps_out, episodes = [], []
+    for step in range(steps):
+        rollout = ppo_atari.collect_rollout(envs, agent, carry, args, step, episodes)
+        steps_out.append({"obs": rollout["obs"][0, 0], "action": int(rollout["actions"][0, 0]),
+                          "reward": float(rollout["rewards"][0, 0]), "terminated": bool(rollout["terminated"][0, 0]),
+                          "lives": int(carry.lives[0]), "next_obs": carry.next_obs[0].copy()})  # fmt: skip
+        if episodes:
+            return steps_out, episodes, args
+    raise AssertionError(f"no game ended in {steps} steps")
+
+
+def test_logged_return_is_the_unclipped_score_of_the_whole_game():
+    steps, episodes, args = play("SpaceInvadersNoFrameskip-v4", 5000)
+    ((_, score, length),) = episodes
+    assert length == len(steps)
+    # a plain ale-py env with the same preprocessing and seed, playing the same actions, scores the same game
+    plain = ppo_atari.AtariVectorEnv("space_invaders", 1, noop_max=30, repeat_action_probability=0.0,
+                                     reward_clipping=False, episodic_life=False, num_threads=1)  # fmt: skip
+    plain.reset(seed=args.seed)
+    raw = 0.0
+    for s in steps:
+        _, reward, terminated, _, _ = plain.step(np.array([s["action"]]))
+        raw += float(reward[0])
+    assert terminated[0] and score == raw
+    clipped = sum(s["reward"] for s in steps)  # what the agent learned from
+    assert score > clipped > 0  # invaders are worth 5 to 30 points; the clipped sum counts them as 1
+
+
+def test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept():
+    steps, episodes, _ = play("BreakoutNoFrameskip-v4", 5000)
+    losses = [t for t in range(1, len(steps) - 1) if steps[t]["lives"] < steps[t - 1]["lives"]]
+    assert len(losses) == 4  # five lives: four are lost mid-game, the fifth ends it
+    for t in losses:
+        assert steps[t]["terminated"]  # no bootstrap across the life loss: V(s_{t+1}) counts 0
+        # no reset: the next transition starts from the frame the game showed, and it is in the batch
+        assert np.array_equal(steps[t + 1]["obs"], steps[t]["next_obs"])
+    assert sum(s["terminated"] for s in steps) == 5 and steps[-1]["terminated"]
+    assert len(episodes) == 1  # one game, however many lives
+    values, next_values = np.ones((3, 1)), None
+    terminated = np.array([[False], [True], [False]])
+    next_values = ppo_atari.bootstrap_values(values * [[1], [2], [3]], values, np.array([4.0]), terminated,
+                                             np.zeros_like(terminated))  # fmt: skip
+    assert next_values[:, 0].tolist() == [2.0, 0.0, 4.0]
