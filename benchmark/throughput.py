@@ -1,11 +1,12 @@
 """Steps per second of the training scripts, against bare stepping of the same env with random actions.
 
-Each script trains with its defaults (Table 3 for PPO) for --steps steps in a subprocess; its own "done:" line gives
-the training loop's SPS (imports and env creation excluded). Bare stepping runs a random agent for the same number
-of steps: `env.step(env.action_space.sample())`, resetting at episode ends. Measurements alternate, and the median
-of --repeats rounds is reported, because these machines are shared and noisy.
+Each script trains with its defaults (Table 3 for the MuJoCo scripts, Table 5 for ppo_atari.py) for --steps steps in
+a subprocess; its own "done:" line gives the training loop's SPS (imports and env creation excluded). Bare stepping
+runs a random agent for the same number of steps: for MuJoCo `env.step(env.action_space.sample())` on one env,
+resetting at episode ends; for Atari ale-py's AtariVectorEnv with the script's 8 envs and settings. Measurements
+alternate, and the median of --repeats rounds is reported, because these machines are shared and noisy.
 
-    python benchmark/throughput.py --scripts ppo_continuous.py --env-id Hopper-v4
+    python benchmark/throughput.py --scripts ppo_continuous.py trpo.py reinforce_baseline.py ppo_atari.py
 """
 
 import os
@@ -19,6 +20,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import gymnasium as gym
+import numpy as np
 import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,9 +32,13 @@ class Args:
     scripts: list[str] = field(default_factory=lambda: ["ppo_continuous.py"])
     """training scripts at the top of the repo"""
     env_id: str = "Hopper-v4"
-    """the task"""
+    """the MuJoCo task"""
     steps: int = 40960
-    """environment steps per measurement (at least 20 PPO iterations of 2048)"""
+    """environment steps per measurement of a MuJoCo script (at least 20 PPO iterations of 2048)"""
+    atari_env_id: str = "BreakoutNoFrameskip-v4"
+    """the game for ppo_atari.py"""
+    atari_steps: int = 10240
+    """agent steps per measurement of ppo_atari.py (10 iterations of 8 x 128)"""
     repeats: int = 3
     """rounds; the median is reported"""
 
@@ -49,6 +55,21 @@ def bare_sps(env_id: str, steps: int, seed: int = 0) -> float:
     return steps / (time.perf_counter() - start)
 
 
+def bare_atari_sps(env_id: str, steps: int, seed: int = 0) -> float:
+    sys.path.insert(0, ROOT)
+    import ppo_atari
+
+    envs = ppo_atari.make_envs(ppo_atari.Args(env_id=env_id), run_dir="")
+    envs.reset(seed=seed)
+    actions = np.random.default_rng(seed).integers(
+        0, envs.single_action_space.n, (steps // envs.num_envs, envs.num_envs)
+    )
+    start = time.perf_counter()
+    for action in actions:
+        envs.step(action)
+    return actions.size / (time.perf_counter() - start)
+
+
 def script_sps(script: str, env_id: str, steps: int) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, os.path.join(ROOT, script), "--env-id", env_id, "--total-timesteps", str(steps)]
@@ -60,18 +81,24 @@ def script_sps(script: str, env_id: str, steps: int) -> float:
 
 
 def main(args: Args) -> None:
-    bare, trained = [], {script: [] for script in args.scripts}
-    for _ in range(args.repeats):
-        bare.append(bare_sps(args.env_id, args.steps))
-        for script in args.scripts:
-            trained[script].append(script_sps(script, args.env_id, args.steps))
-    bare_median = statistics.median(bare)
-    print(f"{args.env_id}, {args.steps} steps, median of {args.repeats} rounds\n")
-    print("| what | SPS (median) | all rounds | share of bare stepping |\n|-|-|-|-|")
-    print(f"| bare env.step, random actions | {bare_median:.0f} | {', '.join(f'{x:.0f}' for x in bare)} | 100% |")
-    for script, values in trained.items():
-        median = statistics.median(values)
-        print(f"| {script} | {median:.0f} | {', '.join(f'{x:.0f}' for x in values)} | {median / bare_median:.0%} |")
+    atari = [s for s in args.scripts if "atari" in s]
+    groups = [(args.env_id, args.steps, [s for s in args.scripts if s not in atari], bare_sps)]
+    groups += [(args.atari_env_id, args.atari_steps, atari, bare_atari_sps)] if atari else []
+    for env_id, steps, scripts, bare_fn in groups:
+        if not scripts:
+            continue
+        bare, trained = [], {script: [] for script in scripts}
+        for _ in range(args.repeats):
+            bare.append(bare_fn(env_id, steps))
+            for script in scripts:
+                trained[script].append(script_sps(script, env_id, steps))
+        bare_median = statistics.median(bare)
+        print(f"\n{env_id}, {steps} steps, median of {args.repeats} rounds\n")
+        print("| what | SPS (median) | all rounds | share of bare stepping |\n|-|-|-|-|")
+        print(f"| bare stepping, random actions | {bare_median:.0f} | {', '.join(f'{x:.0f}' for x in bare)} | 100% |")
+        for script, values in trained.items():
+            median = statistics.median(values)
+            print(f"| {script} | {median:.0f} | {', '.join(f'{x:.0f}' for x in values)} | {median / bare_median:.0%} |")
 
 
 if __name__ == "__main__":
