@@ -1,0 +1,118 @@
+"""The paper's experiments as grids: which scripts, with which flags, on which tasks and seeds.
+
+A method is one script with one set of flags; its tag names it in folder names and reports. A preset's grid is
+methods x tasks x seeds, each run with --total-timesteps. `python -m benchmark.run --preset NAME` runs one; its
+--env-ids, --seeds and --total-timesteps scale it down.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+# The 7 MuJoCo tasks of Table 1 and Figure 3 (§6.1), as gymnasium's v4 versions
+MUJOCO_TASKS = [
+    "HalfCheetah-v4",
+    "Hopper-v4",
+    "InvertedDoublePendulum-v4",
+    "InvertedPendulum-v4",
+    "Reacher-v4",
+    "Swimmer-v4",
+    "Walker2d-v4",
+]
+# The Table 6 games that shared/reference/targets.md gives figures for (the paper has 49)
+ATARI_GAMES = [
+    "BreakoutNoFrameskip-v4",
+    "PongNoFrameskip-v4",
+    "BeamRiderNoFrameskip-v4",
+    "SpaceInvadersNoFrameskip-v4",
+    "SeaquestNoFrameskip-v4",
+    "QbertNoFrameskip-v4",
+    "EnduroNoFrameskip-v4",
+]
+
+
+@dataclass(frozen=True)
+class Method:
+    script: str
+    """a training script: a path, or the name of one at the top of the repo"""
+    tag: str
+    """the method's name in folder names and reports: letters, digits, '.', '+', '-' and single '_'"""
+    flags: str = ""
+    """flags that make the method, e.g. "--objective clip --clip-coef 0.2"; "" is the script's defaults"""
+
+
+@dataclass(frozen=True)
+class Table1Setting:
+    """A row of the paper's Table 1: an objective of §6.1, the flags of ppo_continuous.py that select it, its score."""
+
+    tag: str
+    flags: str
+    group: str
+    """Table 1's objective, which groups the bars of the plot"""
+    setting: str
+    paper_score: float
+    """the paper's average normalized score over 7 tasks x 3 seeds"""
+
+
+# Table 1 of the paper (§6.1): 7 MuJoCo tasks x 3 seeds, 1M steps; random policy = 0, best setting = 1 per task
+TABLE1 = [
+    Table1Setting("none", "--objective none", "no clipping or penalty", "", -0.39),
+    Table1Setting("clip-0.1", "--objective clip --clip-coef 0.1", "clipping", "ε = 0.1", 0.76),
+    Table1Setting("clip-0.2", "--objective clip --clip-coef 0.2", "clipping", "ε = 0.2", 0.82),
+    Table1Setting("clip-0.3", "--objective clip --clip-coef 0.3", "clipping", "ε = 0.3", 0.70),
+    Table1Setting(
+        "kl-adaptive-0.003", "--objective kl-adaptive --kl-target 0.003", "adaptive KL", "d_targ=0.003", 0.68
+    ),
+    Table1Setting("kl-adaptive-0.01", "--objective kl-adaptive --kl-target 0.01", "adaptive KL", "d_targ=0.01", 0.74),
+    Table1Setting("kl-adaptive-0.03", "--objective kl-adaptive --kl-target 0.03", "adaptive KL", "d_targ=0.03", 0.71),
+    Table1Setting("kl-fixed-0.3", "--objective kl-fixed --kl-beta 0.3", "fixed KL", "β = 0.3", 0.62),
+    Table1Setting("kl-fixed-1", "--objective kl-fixed --kl-beta 1", "fixed KL", "β = 1", 0.71),
+    Table1Setting("kl-fixed-3", "--objective kl-fixed --kl-beta 3", "fixed KL", "β = 3", 0.72),
+    Table1Setting("kl-fixed-10", "--objective kl-fixed --kl-beta 10", "fixed KL", "β = 10", 0.69),
+]
+
+
+@dataclass(frozen=True)
+class Preset:
+    about: str
+    methods: list[Method]
+    env_ids: list[str]
+    seeds: list[int]
+    total_timesteps: Optional[int]
+
+
+PRESETS = {
+    "table1": Preset(
+        "Table 1: the 11 surrogate objectives of §6.1 on ppo_continuous.py, 7 MuJoCo tasks x 3 seeds, 1M steps",
+        [Method("ppo_continuous.py", s.tag, s.flags) for s in TABLE1],
+        MUJOCO_TASKS,
+        [1, 2, 3],
+        1_000_000,
+    ),
+    # PPO's method has table1's clip-0.2 tag and flags, so that the two presets share those 21 runs
+    "figure3": Preset(
+        "Figure 3: PPO (clip, ε = 0.2), TRPO and vanilla policy gradient, 7 MuJoCo tasks x 3 seeds, 1M steps",
+        [
+            Method("ppo_continuous.py", "clip-0.2", "--objective clip --clip-coef 0.2"),
+            Method("trpo.py", "default"),
+            Method("reinforce_baseline.py", "default"),
+        ],
+        MUJOCO_TASKS,
+        [1, 2, 3],
+        1_000_000,
+    ),
+    "atari": Preset(
+        "Table 6: ppo_atari.py (Table 5 settings) on Atari games x 3 seeds, 10M steps (40M frames)",
+        [Method("ppo_atari.py", "default")],
+        ATARI_GAMES,
+        [1, 2, 3],
+        10_000_000,
+    ),
+    # The tests' preset: two runs of a few seconds each, most of it Python and torch starting up
+    "smoke": Preset(
+        "smoke test: ppo_continuous.py on InvertedPendulum-v4, 2 seeds x 1024 steps in batches of 256",
+        [Method("ppo_continuous.py", "smoke", "--num-steps 256")],
+        ["InvertedPendulum-v4"],
+        [1, 2],
+        1024,
+    ),
+}
