@@ -323,14 +323,15 @@ class Carry:
     episode_return: np.ndarray  # (num_envs,) raw score of the running games, over all lives
     episode_length: np.ndarray
     frames: list  # env 0's frames of the running game, when recording video
+    video_dir: str = ""  # where the videos go
     games: int = 0  # games env 0 finished, for the video schedule
 
 
-def start_carry(envs: AtariVectorEnv, args: Args, seed: int) -> Carry:
+def start_carry(envs: AtariVectorEnv, args: Args, seed: int, video_dir: str = "") -> Carry:
     """Reset the games with a seed; fresh counters."""
     next_obs, info = envs.reset(seed=seed)
     zeros = np.zeros(args.num_envs)
-    return Carry(next_obs, info["lives"].copy(), zeros.copy(), zeros.copy(), [])
+    return Carry(next_obs, info["lives"].copy(), zeros.copy(), zeros.copy(), [], video_dir)
 
 
 def save_video(frames: list, path: str) -> None:
@@ -384,7 +385,7 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
             carry.episode_return[game_over], carry.episode_length[game_over] = 0, 0
             if args.capture_video and game_over[0]:  # games 0, 1, 8, 27, 64, ... as gymnasium's RecordVideo
                 if round(carry.games ** (1 / 3)) ** 3 == carry.games:
-                    save_video(carry.frames, f"{args.run_dir}/videos/game-{carry.games}.mp4")
+                    save_video(carry.frames, f"{carry.video_dir}/game-{carry.games}.mp4")
                 carry.frames, carry.games = [], carry.games + 1
         carry.next_obs = next_obs
     return {"obs": obs, "final_obs": final_obs, "actions": actions, "logits": logits, "values": values,
@@ -458,7 +459,6 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     torch.set_num_threads(args.torch_threads)
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
-    args.run_dir = run_dir  # where collect_rollout writes videos
     envs = make_envs(args, run_dir)
     agent = Agent(envs.single_action_space.n, args.orthogonal_init).to(device)
     # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
@@ -472,11 +472,11 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
     # ale-py's vector env cannot save its emulators: a resumed run starts new games (seeded by the step), so resume
     # is exact for the learner (weights, optimizer, RNG, step) but not for the games in progress at the checkpoint
-    carry = start_carry(envs, args, args.seed + global_step)
+    carry = start_carry(envs, args, args.seed + global_step, video_dir=os.path.join(run_dir, "videos"))
 
     def checkpoint(iteration: int) -> None:
         save_checkpoint(checkpoint_path, {
-            "args": {k: v for k, v in dataclasses.asdict(args).items() if k != "run_dir"}, "global_step": global_step,
+            "args": dataclasses.asdict(args), "global_step": global_step,
             "iteration": iteration, "kl_beta": kl_beta, "agent": agent.state_dict(),
             "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
         })  # fmt: skip

@@ -103,3 +103,20 @@ def test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept():
     next_values = ppo_atari.bootstrap_values(values * [[1], [2], [3]], values, np.array([4.0]), terminated,
                                              np.zeros_like(terminated))  # fmt: skip
     assert next_values[:, 0].tolist() == [2.0, 0.0, 4.0]
+
+
+def test_same_seed_same_games_and_the_saved_model_evaluates(tmp_path):
+    folders = []
+    for name in ("a", "b"):
+        os.makedirs(tmp_path / name)
+        proc = run_script("ppo_atari.py", "--env-id", "PongNoFrameskip-v4", *TINY, cwd=tmp_path / name, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        folders.append(only_run_dir(tmp_path / name))
+    a, b = (torch.load(os.path.join(f, "checkpoint.pt"), weights_only=True) for f in folders)
+    for key, value in a["agent"].items():
+        assert torch.equal(value, b["agent"][key]), key
+    assert scalars(folders[0], "losses/value_loss") == scalars(folders[1], "losses/value_loss")
+    path = os.path.join(folders[0], "checkpoint.pt")
+    proc = run_script("ppo_atari.py", "--eval-checkpoint", path, "--eval-episodes", "2", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "over 2 games" in proc.stdout and -21 <= float(proc.stdout.split("mean return")[1].split()[0]) <= 21
