@@ -643,6 +643,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         elif iteration % max(1, num_iterations // 10) == 0:
             print(line, flush=True)
         if stop.is_set():
+            writer.close()  # flush the last iterations' events: TensorBoard writes them in batches
             print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
             sys.exit(128 + stop.signum)
 
