@@ -98,7 +98,7 @@ def test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept():
         assert np.array_equal(steps[t + 1]["obs"], steps[t]["next_obs"])
     assert sum(s["terminated"] for s in steps) == 5 and steps[-1]["terminated"]
     assert len(episodes) == 1  # one game, however many lives
-    values, next_values = np.ones((3, 1)), None
+    values = np.ones((3, 1))
     terminated = np.array([[False], [True], [False]])
     next_values = ppo_atari.bootstrap_values(values * [[1], [2], [3]], values, np.array([4.0]), terminated,
                                              np.zeros_like(terminated))  # fmt: skip
