@@ -120,3 +120,28 @@ def test_numpy_policy_mean_matches_the_torch_network():
     with torch.no_grad():
         expected = agent.actor_mean(obs).numpy()
     np.testing.assert_allclose(agent.numpy_mean()(obs.numpy()), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_flattened_parameters_are_views_that_train_like_the_originals():
+    torch.manual_seed(0)
+    agent, reference = ppo.Agent(5, 2), ppo.Agent(5, 2)
+    reference.load_state_dict(agent.state_dict())
+    flat = ppo.flatten_parameters(agent)
+    obs = torch.randn(8, 5)
+
+    def loss(net):
+        return (net.actor_mean(obs) * net.actor_logstd.exp()).square().sum() + net.value(obs).square().sum()
+
+    for _ in range(2):  # the second backward must land in the same flat gradient, not in new tensors
+        flat.grad.zero_()
+        reference.zero_grad()
+        loss(agent).backward()
+        loss(reference).backward()
+        expected = torch.cat([p.grad.reshape(-1) for p in reference.parameters()])
+        assert torch.equal(flat.grad, expected) and flat.grad.abs().sum() > 0
+    # a step on the flat tensor moves the networks' weights; loading a state dict writes into the flat tensor
+    with torch.no_grad():
+        flat.add_(1.0)
+    assert torch.equal(agent.actor_logstd, reference.actor_logstd + 1.0)
+    agent.load_state_dict(reference.state_dict())
+    assert torch.equal(flat, torch.cat([p.reshape(-1) for p in reference.parameters()]))
