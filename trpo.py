@@ -275,6 +275,24 @@ class Agent(nn.Module):
         return lambda obs: np.tanh(np.tanh(obs @ w1 + b1) @ w2 + b2) @ w3 + b3
 
 
+def flatten_parameters(module: nn.Module) -> nn.Parameter:
+    """Make the module's parameters views into one flat tensor, and their gradients views into another.
+
+    Adam and the gradient-norm clip then make one call on one tensor of a few thousand numbers instead of one per
+    weight and bias: for these small networks PyTorch's per-call overhead, not arithmetic, is most of an update.
+    Backward adds each gradient into its view in place, so flat.grad holds them all. Call it after .to(device).
+    """
+    params = list(module.parameters())
+    flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
+    flat.grad = torch.zeros_like(flat)
+    offset = 0
+    for p in params:
+        p.data = flat.data[offset : offset + p.numel()].view_as(p)
+        p.grad = flat.grad[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
+
+
 # ALGO LOGIC: the math, as small pure functions
 
 
@@ -551,8 +569,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     envs = make_envs(args, run_dir)
     obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
-    # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
-    optimizer = torch.optim.Adam(agent.critic.parameters(), lr=args.vf_learning_rate, eps=args.adam_eps, fused=True)
+    flat_params = flatten_parameters(agent.critic)  # the value function's weights in one tensor: one Adam call
+    optimizer = torch.optim.Adam([flat_params], lr=args.vf_learning_rate, eps=args.adam_eps, fused=True)
     carry = start_carry(envs, args)
     global_step, start_iteration = 0, 1
     carried = ("next_obs", "discounted_return", "episode_return", "episode_length")
@@ -634,7 +652,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 mb_obs, mb_values, mb_returns = (x[start : start + args.minibatch_size] for x in shuffled)
                 # L^VF = Ê[(V_θ(s_t) − V_targ)²]: plain regression on the returns
                 loss = value_loss(agent.value(mb_obs), mb_values, mb_returns)
-                optimizer.zero_grad()
+                flat_params.grad.zero_()
                 loss.backward()
                 optimizer.step()
         stop_if_not_finite(agent, global_step, checkpoint_path)
