@@ -81,6 +81,9 @@ class Args:
     """learning curves: the return averaged over the last this many episodes (the paper's score uses 100)"""
     grid_points: int = 200
     """learning curves: points on the common step grid"""
+    reference_lines: bool = True
+    """learning curves: draw the paper's figure as a dashed line (--no-reference-lines for short runs, whose curves
+    a 10M-step figure would flatten)"""
     resamples: int = 10_000
     """bootstrap resamples for the confidence intervals"""
     seed: int = 0
@@ -313,7 +316,7 @@ def trailing_mean(x: np.ndarray, window: int) -> np.ndarray:
     return (sums[i] - sums[start]) / (i - start)
 
 
-def plot_curves(runs: list[RunData], env_id: str, path: str, window: int, points: int) -> None:
+def plot_curves(runs: list[RunData], env_id: str, path: str, window: int, points: int, references: bool = True):
     """Learning curves on one task: per method, the mean over seeds and a 95% t-interval band."""
     task_runs = [r for r in runs if r.env_id == env_id]
     grid = np.linspace(min(r.steps[0] for r in task_runs), max(r.steps[-1] for r in task_runs), points)
@@ -331,9 +334,9 @@ def plot_curves(runs: list[RunData], env_id: str, path: str, window: int, points
             warnings.simplefilter("ignore", RuntimeWarning)
             center = np.nanmean(curves, axis=0)
             half = scipy.stats.t.ppf(0.975, n - 1) * np.nanstd(curves, axis=0, ddof=1) / np.sqrt(n)
-        ax.plot(grid, center, color=color, label=f"{method} ({len(curves)} seeds)")
+        ax.plot(grid, center, color=color, label=f"{method} ({len(curves)} seed{'s' if len(curves) != 1 else ''})")
         ax.fill_between(grid, center - half, center + half, color=color, alpha=0.2, linewidth=0)
-    reference = REFERENCE.get(task_name(env_id), {})
+    reference = REFERENCE.get(task_name(env_id), {}) if references else {}
     for source, value in list(reference.items())[:1]:  # the paper's figure
         ax.axhline(value, color="gray", linestyle="--", linewidth=1, label=source)
     ax.set_title(env_id)
@@ -468,7 +471,7 @@ def main(args: Args) -> None:
         plots += ["normalized_scores.png", "aggregate.png"]
     for env_id in summary["tasks"]:
         name = f"curves_{env_id.replace('/', '_')}.png"
-        plot_curves(runs, env_id, os.path.join(out, name), args.smooth, args.grid_points)
+        plot_curves(runs, env_id, os.path.join(out, name), args.smooth, args.grid_points, args.reference_lines)
         plots.append(name)
 
     write_text(os.path.join(out, "summary.json"), json.dumps(summary, indent=1) + "\n")
