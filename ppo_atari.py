@@ -220,8 +220,8 @@ class Agent(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and V(s) of uint8 frames (B, 4, 84, 84), scaled to [0, 1] here so that buffers stay uint8."""
-        # channels-last (NHWC) memory is the layout the CPU's convolution kernels want: the same math, and the
-        # update runs about 1.5x faster than with the default NCHW layout, which each conv would first reorder
+        # channels-last (NHWC) memory is the layout the CPU's convolution kernels want: the same math, but no
+        # reordering inside each conv, which made the update much faster here (benchmark/RESULTS.md, Throughput)
         hidden = self.network(obs.contiguous(memory_format=torch.channels_last).float() / 255.0)
         return self.actor(hidden), self.critic(hidden).squeeze(-1)
 
