@@ -548,17 +548,15 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         value_clip = clip_coef if args.clip_vloss else None
         uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
         last_logits, last_values = torch.zeros_like(b_logits), torch.zeros_like(b_values)
+        batch = (b_obs, b_actions, b_logprobs, b_logits, b_advantages, b_values, b_returns)
         for _epoch in range(args.update_epochs):
-            # shuffle the batch once per epoch; each minibatch is then a cheap slice, not a gather
+            # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
             perm = torch.randperm(batch_size, device=device)
-            shuffled = [x[perm] for x in (b_obs, b_actions, b_logprobs, b_logits, b_advantages, b_values, b_returns)]
-            for start in range(0, batch_size, args.minibatch_size):
-                mb_obs, mb_actions, mb_logprobs, mb_logits, mb_advantages, mb_values, mb_returns = (
-                    x[start : start + args.minibatch_size] for x in shuffled
-                )
+            minibatches = zip(perm.split(args.minibatch_size), *(x[perm].split(args.minibatch_size) for x in batch))
+            for mb, mb_obs, mb_actions, mb_logprobs, mb_logits, mb_advantages, mb_values, mb_returns in minibatches:
                 logits, new_values = agent(mb_obs)
-                mb = perm[start : start + args.minibatch_size]  # where these samples sit in the batch
-                last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()  # for the diagnostics
+                # mb: where these samples sit in the batch; the diagnostics use each sample's last outputs
+                last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()
                 # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
                 ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()
                 if args.norm_adv:

@@ -600,14 +600,12 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         # ALG STEP 3: optimize the surrogate for K epochs with minibatches of size M
         value_clip = args.clip_coef if args.clip_vloss else None
         uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
+        batch = (b_obs, b_actions, b_logprobs, b_means, b_advantages, b_values, b_returns)
         for _epoch in range(args.update_epochs):
-            # shuffle the batch once per epoch; each minibatch is then a cheap slice, not a gather
+            # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
             perm = torch.randperm(batch_size, device=device)
-            shuffled = [x[perm] for x in (b_obs, b_actions, b_logprobs, b_means, b_advantages, b_values, b_returns)]
-            for start in range(0, batch_size, args.minibatch_size):
-                mb_obs, mb_actions, mb_logprobs, mb_means, mb_advantages, mb_values, mb_returns = (
-                    x[start : start + args.minibatch_size] for x in shuffled
-                )
+            minibatches = zip(*(x[perm].split(args.minibatch_size) for x in batch))
+            for mb_obs, mb_actions, mb_logprobs, mb_means, mb_advantages, mb_values, mb_returns in minibatches:
                 mean, logstd = agent.actor_mean(mb_obs), agent.actor_logstd
                 # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
                 ratio = (gaussian_log_prob(mb_actions, mean, logstd) - mb_logprobs).exp()
@@ -616,7 +614,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 kl = gaussian_kl(mb_means, old_logstd, mean, logstd) if uses_kl else None
                 pg_obj = policy_objective(ratio, mb_advantages, args.objective, args.clip_coef, kl, kl_beta)
                 v_loss = value_loss(agent.value(mb_obs), mb_values, mb_returns, value_clip)
-                loss = total_loss(pg_obj, v_loss, gaussian_entropy(logstd), args.vf_coef, args.ent_coef)
+                entropy = gaussian_entropy(logstd) if args.ent_coef else 0.0  # c2 = 0 (Table 3): skip its cost
+                loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
                 flat_params.grad.zero_()
                 loss.backward()
                 # [not in paper] clip the global gradient norm: g ← g · min(1, max_grad_norm / ‖g‖)

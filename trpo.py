@@ -644,12 +644,12 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         if args.norm_adv:
             policy_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
         step = trpo_step(agent, b_obs, b_actions, b_logprobs, b_means, old_logstd, policy_advantages, args)
+        batch = (b_obs, b_values, b_returns)
         for _epoch in range(args.vf_epochs):
-            # shuffle the batch once per epoch; each minibatch is then a cheap slice, not a gather
+            # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
             perm = torch.randperm(batch_size, device=device)
-            shuffled = [x[perm] for x in (b_obs, b_values, b_returns)]
-            for start in range(0, batch_size, args.minibatch_size):
-                mb_obs, mb_values, mb_returns = (x[start : start + args.minibatch_size] for x in shuffled)
+            minibatches = zip(*(x[perm].split(args.minibatch_size) for x in batch))
+            for mb_obs, mb_values, mb_returns in minibatches:
                 # L^VF = Ê[(V_θ(s_t) − V_targ)²]: plain regression on the returns
                 loss = value_loss(agent.value(mb_obs), mb_values, mb_returns)
                 flat_params.grad.zero_()
