@@ -289,6 +289,13 @@ def policy_objective(ratio, advantages, objective: str, clip_coef: float, kl=Non
     return (ratio * advantages).mean()
 
 
+def normalize_advantages(advantages: torch.Tensor, minibatch_size: int) -> torch.Tensor:
+    """[not in paper] Â to mean 0, std 1 within each minibatch, so the step size does not depend on the reward scale.
+    All minibatches of a shuffled batch in one call (one row each): the same numbers as one call per minibatch."""
+    rows = advantages.view(-1, minibatch_size)  # (B / M, M)
+    return ((rows - rows.mean(1, keepdim=True)) / (rows.std(1, keepdim=True) + 1e-8)).view(-1)
+
+
 def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
     # L^VF = Ê[(V_θ(s_t) − V_targ)²]  (9)
     loss = (values - returns) ** 2
@@ -548,19 +555,21 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         value_clip = clip_coef if args.clip_vloss else None
         uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
         last_logits, last_values = torch.zeros_like(b_logits), torch.zeros_like(b_values)
-        batch = (b_obs, b_actions, b_logprobs, b_logits, b_advantages, b_values, b_returns)
+        batch = (b_obs, b_actions, b_logprobs, b_logits, b_values, b_returns)
         for _epoch in range(args.update_epochs):
             # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
             perm = torch.randperm(batch_size, device=device)
-            minibatches = zip(perm.split(args.minibatch_size), *(x[perm].split(args.minibatch_size) for x in batch))
-            for mb, mb_obs, mb_actions, mb_logprobs, mb_logits, mb_advantages, mb_values, mb_returns in minibatches:
+            shuffled_advantages = b_advantages[perm]
+            if args.norm_adv:
+                shuffled_advantages = normalize_advantages(shuffled_advantages, args.minibatch_size)
+            minibatches = zip(perm.split(args.minibatch_size), shuffled_advantages.split(args.minibatch_size),
+                              *(x[perm].split(args.minibatch_size) for x in batch))  # fmt: skip
+            for mb, mb_advantages, mb_obs, mb_actions, mb_logprobs, mb_logits, mb_values, mb_returns in minibatches:
                 logits, new_values = agent(mb_obs)
                 # mb: where these samples sit in the batch; the diagnostics use each sample's last outputs
                 last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()
                 # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
                 ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()
-                if args.norm_adv:
-                    mb_advantages = (mb_advantages - mb_advantages.mean()) / (mb_advantages.std() + 1e-8)
                 kl = categorical_kl(mb_logits, logits) if uses_kl else None
                 pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta)
                 v_loss = value_loss(new_values, mb_values, mb_returns, value_clip)

@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch.distributions import Categorical, Normal, kl_divergence
 
+import ppo_atari
 import ppo_continuous as ppo
 
 # The seed's batch: (action, advantage) for C, A, B; actions 0, 1, 2 are A, B, C
@@ -102,6 +103,18 @@ def test_value_clipping_takes_the_larger_error():
     # unclipped errors (0.25, 2.25); clipped V = 0.2 gives (0.64, 1.44): the max is (0.64, 2.25)
     assert ppo.value_loss(new, old, target, 0.2).item() == pytest.approx((0.64 + 2.25) / 2)
     assert ppo.value_loss(new, old, target).item() == pytest.approx((0.25 + 2.25) / 2)
+
+
+@pytest.mark.parametrize("script", [ppo, ppo_atari], ids=["ppo_continuous", "ppo_atari"])
+@pytest.mark.parametrize("minibatch_size", [64, 256])
+def test_advantages_are_normalized_within_each_minibatch(script, minibatch_size):
+    advantages = torch.randn(2048, generator=torch.Generator().manual_seed(minibatch_size)) * 5 + 3
+    normalized = script.normalize_advantages(advantages, minibatch_size)
+    # the same numbers, bit for bit, as normalizing each minibatch on its own (what the update did before)
+    one_by_one = [(mb - mb.mean()) / (mb.std() + 1e-8) for mb in advantages.split(minibatch_size)]
+    assert torch.equal(normalized, torch.cat(one_by_one))
+    for mb in normalized.split(minibatch_size):
+        assert abs(mb.mean().item()) < 1e-5 and mb.std().item() == pytest.approx(1.0, abs=1e-5)
 
 
 def test_running_mean_std_matches_numpy():
