@@ -10,15 +10,12 @@ is the real score of a whole game, over all its lives. Same skeleton as ppo_cont
 """
 
 import csv
-import dataclasses
 import difflib
 import math
 import os
-import random
 import re
 import signal
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Literal, Optional
@@ -147,27 +144,12 @@ def validate(args: Args) -> None:
         fail(f"--env-id {args.env_id}: no Atari game {atari_game(args.env_id)!r}; close names: {', '.join(close)}")
 
 
-def stop_if_not_finite(agent: nn.Module, global_step: int, checkpoint_path: str) -> None:
-    """A NaN or infinite loss turns the weights it reaches into NaN, and they stay NaN: checked once after each
-    update (cheaper than a check per minibatch), the run stops before such weights are ever saved."""
-    if not all(torch.isfinite(p).all() for p in agent.parameters()):
-        print(f"error: non-finite loss in the update at global step {global_step} (the weights are NaN or infinite);"
-              f" stopped. The last good checkpoint (if any) is kept at {checkpoint_path}", file=sys.stderr)  # fmt: skip
-        sys.exit(1)
-
-
 def load_checkpoint(path: str, flag: str) -> dict:
     """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
     try:
         return torch.load(path, weights_only=True, map_location="cpu")
     except Exception as e:  # missing, truncated or not a checkpoint: all the same to the user
         fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-
-
-def save_checkpoint(path: str, state: dict) -> None:
-    # write then rename, so an interrupted save never destroys the last good checkpoint
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
 
 
 def atari_game(env_id: str) -> str:
@@ -230,12 +212,8 @@ class Agent(nn.Module):
 
 
 def flatten_parameters(module: nn.Module) -> nn.Parameter:
-    """Make the module's parameters views into one flat tensor, and their gradients views into another.
-
-    Adam and the gradient-norm clip then make one call on one tensor of a few thousand numbers instead of one per
-    weight and bias: for these small networks PyTorch's per-call overhead, not arithmetic, is most of an update.
-    Backward adds each gradient into its view in place, so flat.grad holds them all. Call it after .to(device).
-    """
+    """Make the parameters views into one flat tensor, and their gradients views into another (call after .to()):
+    Adam and the norm clip then make one call, not one per layer, and per-call overhead is most of a small update."""
     params = list(module.parameters())
     flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
     flat.grad = torch.zeros_like(flat)
@@ -464,10 +442,8 @@ def evaluate(args: Args) -> list:
 def train(args: Args, ckpt: Optional[dict] = None) -> None:
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
-    if ckpt is not None:
-        run_dir = os.path.dirname(os.path.abspath(args.resume))
-    else:
-        run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    new_run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
     os.makedirs(run_dir, exist_ok=True)
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     if args.track:
@@ -476,12 +452,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
                    config=vars(args), name=os.path.basename(run_dir), dir=run_dir, save_code=True)  # fmt: skip
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
-    writer.add_text(
-        "hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
-    )
+    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
 
     # TRY NOT TO MODIFY: seeding
-    random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
@@ -502,11 +476,11 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     carry = start_carry(envs, args, args.seed + global_step, video_dir=os.path.join(run_dir, "videos"))
 
     def checkpoint(iteration: int) -> None:
-        save_checkpoint(checkpoint_path, {
-            "args": dataclasses.asdict(args), "global_step": global_step,
-            "iteration": iteration, "kl_beta": kl_beta, "agent": agent.state_dict(),
-            "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-        })  # fmt: skip
+        torch.save({
+            "args": vars(args), "global_step": global_step, "iteration": iteration, "kl_beta": kl_beta,
+            "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+        }, checkpoint_path + ".tmp")  # fmt: skip
+        os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
 
     # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
     csv_path = os.path.join(run_dir, "episodes.csv")
@@ -519,11 +493,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     episodes_csv.writerows([["global_step", "episodic_return", "episodic_length"], *rows])
 
     # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
-    stop = threading.Event()
+    stop = []  # the signals received
 
     def request_stop(signum, frame):
-        stop.signum = signum
-        stop.set()
+        stop.append(signum)
         signal.signal(signum, signal.SIG_DFL)
 
     signal.signal(signal.SIGINT, request_stop)
@@ -581,7 +554,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 grad_norm = torch.linalg.vector_norm(flat_params.grad)
                 flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
                 optimizer.step()
-        stop_if_not_finite(agent, global_step, checkpoint_path)
+        if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
+            sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
 
         # Diagnostics over the batch from the last epoch's forward passes: how far π moved, how well V fits
         with torch.inference_mode():
@@ -616,21 +590,17 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
         for name, value in metrics.items():
             writer.add_scalar(name, value, global_step)
-        if stop.is_set() or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
+        if stop or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
             checkpoint(iteration)
-        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
-        eta = (args.total_timesteps - global_step) / max(sps, 1)
-        line = (
-            f"step {global_step:>9}/{args.total_timesteps}  SPS {sps:>5}  return(100) {recent}  ETA {eta / 60:5.1f} min"
-        )
-        if tty:  # a live line on a terminal; in a log file, ten lines over the run
-            print("\r" + line, end="", flush=True)
-        elif iteration % max(1, num_iterations // 10) == 0:
-            print(line, flush=True)
-        if stop.is_set():
+        if tty or iteration % max(1, num_iterations // 10) == 0:  # a live line on a terminal; ten lines in a log file
+            recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+            eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+            line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+            print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+        if stop:
             writer.close()  # flush the last iterations' events: TensorBoard writes them in batches
             print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
-            sys.exit(128 + stop.signum)
+            sys.exit(128 + stop[0])
 
     steps, elapsed = global_step - start_step, time.time() - start_time
     print(f"\ndone: {steps} steps in {elapsed:.2f} s ({steps / elapsed:.0f} SPS); run folder {run_dir}")

@@ -8,13 +8,10 @@ Implementation details that are not in the paper are flags, marked [not in paper
 """
 
 import csv
-import dataclasses
 import math
 import os
-import random
 import signal
 import sys
-import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -49,9 +46,7 @@ class Args:
     capture_video: bool = False
     """record episodes of env 0 to runs/{run_name}/videos (needs moviepy; headless MuJoCo wants MUJOCO_GL=egl)"""
     save_model: bool = False
-    """write runs/{run_name}/checkpoint.pt every --save-interval iterations and at the end (Ctrl-C always saves)"""
-    save_interval: int = 10
-    """iterations between checkpoints when --save-model is on"""
+    """write runs/{run_name}/checkpoint.pt after every iteration (Ctrl-C and SIGTERM always save)"""
     resume: Optional[str] = None
     """continue the run saved in this checkpoint exactly where it stopped; the checkpoint's flags are used"""
     eval_checkpoint: Optional[str] = None
@@ -89,8 +84,7 @@ class Args:
     kl_target: float = 0.01
     """d_targ of the adaptive rule (Table 1: 0.003, 0.01, 0.03): halve beta below d_targ/1.5, double above 1.5*d_targ"""
     vf_coef: float = 0.25
-    """c1 of (9) on L^VF = (V - V_targ)^2. 0.25 equals the usual 0.5 * (1/2) squared error. With separate networks
-    it acts only through the joint gradient-norm clip"""
+    """c1 of (9) on L^VF = (V - V_targ)^2, 0.25 = the usual 0.5 * (1/2)(V - V_targ)^2; matters only via the grad clip"""
     ent_coef: float = 0.0
     """c2 of (9): entropy bonus; the paper uses none for MuJoCo"""
 
@@ -115,11 +109,9 @@ class Args:
     max_grad_norm: float = 0.5
     """[not in paper] clip the global gradient norm of each minibatch step to this"""
     clip_vloss: bool = False
-    """[not in paper] clip the value update like the policy ratio: max of clipped and unclipped squared error.
-    baselines' ppo2 has it on; off here, as in the paper: with it, 2 of 3 InvertedDoublePendulum runs fell back"""
+    """[not in paper] clip V's change like the ratio; ppo2 does, but with it 2 of 3 InvertedDoublePendulum runs fell"""
     bootstrap_truncated: bool = True
-    """bootstrap a time-limit truncation from V(real final observation); off treats it as a termination, as the
-    paper's code did"""
+    """bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as the paper's code"""
 
 
 def fail(message: str) -> None:
@@ -130,9 +122,8 @@ def fail(message: str) -> None:
 
 def validate(args: Args) -> None:
     """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
-    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
-                 "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "obs_clip", "reward_clip",
-                 "max_grad_norm"):  # fmt: skip
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "learning_rate",
+                 "clip_coef", "kl_target", "adam_eps", "obs_clip", "reward_clip", "max_grad_norm"):  # fmt: skip
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
@@ -151,15 +142,6 @@ def validate(args: Args) -> None:
     env.close()
 
 
-def stop_if_not_finite(agent: nn.Module, global_step: int, checkpoint_path: str) -> None:
-    """A NaN or infinite loss turns the weights it reaches into NaN, and they stay NaN: checked once after each
-    update (cheaper than a check per minibatch), the run stops before such weights are ever saved."""
-    if not all(torch.isfinite(p).all() for p in agent.parameters()):
-        print(f"error: non-finite loss in the update at global step {global_step} (the weights are NaN or infinite);"
-              f" stopped. The last good checkpoint (if any) is kept at {checkpoint_path}", file=sys.stderr)  # fmt: skip
-        sys.exit(1)
-
-
 def load_checkpoint(path: str, flag: str) -> dict:
     """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
     try:
@@ -168,44 +150,27 @@ def load_checkpoint(path: str, flag: str) -> dict:
         fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
 
 
-def save_checkpoint(path: str, state: dict) -> None:
-    # write then rename, so an interrupted save never destroys the last good checkpoint
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)
-
-
-def make_env(env_id: str, idx: int, capture_video: bool, run_dir: str):
-    def thunk():
-        if capture_video and idx == 0:
-            env = gym.make(env_id, render_mode="rgb_array")
-            env = gym.wrappers.RecordVideo(env, f"{run_dir}/videos")
-        else:
-            env = gym.make(env_id)
-        return env
-
-    return thunk
-
-
 def make_envs(args: Args, run_dir: str) -> gym.vector.SyncVectorEnv:
-    """N copies of the task in a vector env that autoresets in the same step (gymnasium 1.x's SAME_STEP mode).
+    """N copies of the task, autoreset in the same step (SAME_STEP): the default NEXT_STEP mode would return each
+    reset as an extra step whose action is ignored; SAME_STEP hands the real final obs over in info["final_obs"]."""
 
-    The default NEXT_STEP mode would return the reset as an extra step whose action is ignored; SAME_STEP resets at
-    once and hands the real final observation over in info["final_obs"], so no transition in the batch is fake.
-    """
+    def make_env(record_video: bool):
+        if record_video:  # MuJoCo renders without a display, unless the user chose another backend
+            os.environ.setdefault("MUJOCO_GL", "egl")
+            return lambda: gym.wrappers.RecordVideo(gym.make(args.env_id, render_mode="rgb_array"), f"{run_dir}/videos")
+        return lambda: gym.make(args.env_id)
+
     return gym.vector.SyncVectorEnv(
-        [make_env(args.env_id, i, args.capture_video, run_dir) for i in range(args.num_envs)],
+        [make_env(args.capture_video and i == 0) for i in range(args.num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
         copy=False,  # the script copies each observation as it normalizes it, so the vector env need not copy it too
     )
 
 
 def env_state(env: gym.Env) -> dict:
-    """Everything that decides an env's future: its MuJoCo physics, its RNG, and the time-limit counter."""
-    state = {
-        "rng": env.unwrapped.np_random.bit_generator.state,
-        "elapsed_steps": env.get_wrapper_attr("_elapsed_steps"),
-    }
-    if isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):
+    """Everything that decides an env's future: its RNG, its time-limit counter and its MuJoCo physics."""
+    state = {"rng": env.unwrapped.np_random.bit_generator.state, "steps": env.get_wrapper_attr("_elapsed_steps")}
+    if isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):  # the tests' fake envs have no physics
         model, data = env.unwrapped.model, env.unwrapped.data
         physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
         mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
@@ -215,7 +180,7 @@ def env_state(env: gym.Env) -> dict:
 
 def set_env_state(env: gym.Env, state: dict) -> None:
     env.unwrapped.np_random.bit_generator.state = state["rng"]
-    env.set_wrapper_attr("_elapsed_steps", state["elapsed_steps"])
+    env.set_wrapper_attr("_elapsed_steps", state["steps"])
     if "physics" in state:
         model, data = env.unwrapped.model, env.unwrapped.data
         mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
@@ -275,21 +240,14 @@ class Agent(nn.Module):
     def numpy_mean(self):
         """μ(s) as a NumPy function of the current weights, for the rollout's one-observation calls, where a torch
         call costs ~10x its arithmetic in overhead. It mirrors mlp() above (a test checks that they agree)."""
-        (w1, b1), (w2, b2), (w3, b3) = (
-            (m.weight.detach().cpu().numpy().T, m.bias.detach().cpu().numpy())
-            for m in self.actor_mean
-            if isinstance(m, nn.Linear)
-        )
+        linears = [(m.weight.detach().cpu().numpy().T, m.bias.detach().cpu().numpy()) for m in self.actor_mean[::2]]
+        (w1, b1), (w2, b2), (w3, b3) = linears
         return lambda obs: np.tanh(np.tanh(obs @ w1 + b1) @ w2 + b2) @ w3 + b3
 
 
 def flatten_parameters(module: nn.Module) -> nn.Parameter:
-    """Make the module's parameters views into one flat tensor, and their gradients views into another.
-
-    Adam and the gradient-norm clip then make one call on one tensor of a few thousand numbers instead of one per
-    weight and bias: for these small networks PyTorch's per-call overhead, not arithmetic, is most of an update.
-    Backward adds each gradient into its view in place, so flat.grad holds them all. Call it after .to(device).
-    """
+    """Make the parameters views into one flat tensor, and their gradients views into another (call after .to()):
+    Adam and the norm clip then make one call, not one per layer, and per-call overhead is most of a small update."""
     params = list(module.parameters())
     flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
     flat.grad = torch.zeros_like(flat)
@@ -402,12 +360,12 @@ class Carry:
     episode_length: np.ndarray
 
 
-def normalize_obs(obs: np.ndarray, carry: Carry, args: Args, update: bool = True) -> np.ndarray:
+def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: bool = True) -> np.ndarray:
     if not args.norm_obs:
         return obs.astype(np.float32)
     if update:
-        carry.obs_rms.update(obs)
-    obs = (obs - carry.obs_rms.mean) / np.sqrt(carry.obs_rms.var + 1e-8)
+        obs_rms.update(obs)
+    obs = (obs - obs_rms.mean) / np.sqrt(obs_rms.var + 1e-8)
     return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
 
 
@@ -416,17 +374,14 @@ def start_carry(envs: gym.vector.SyncVectorEnv, args: Args) -> Carry:
     zeros = np.zeros(args.num_envs)
     obs_dim = envs.single_observation_space.shape[0]
     carry = Carry(None, RunningMeanStd(obs_dim), RunningMeanStd(), zeros.copy(), zeros.copy(), zeros.copy())
-    carry.next_obs = normalize_obs(envs.reset(seed=args.seed)[0], carry, args)
+    carry.next_obs = normalize_obs(envs.reset(seed=args.seed)[0], carry.obs_rms, args)
     return carry
 
 
 def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
-    """Run the policy for num_steps steps in each env (Algorithm 1, "run policy π_θold in environment for T steps").
-
-    The vector env autoresets in the same step (SAME_STEP): each stored transition is real, the reset observation
-    only becomes the next step's input, and a truncated episode's real final observation is kept for bootstrapping.
-    Finished episodes are appended to `episodes` as (global_step, return, length).
-    """
+    """Algorithm 1's "run policy π_θold in environment for T timesteps" in each env. With SAME_STEP autoreset every
+    stored transition is real, and a truncated episode's real final observation is kept for bootstrapping.
+    Finished episodes are appended to `episodes` as (global_step, return, length)."""
     T, N = args.num_steps, args.num_envs
     obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
     final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
@@ -456,9 +411,9 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
             for i in np.flatnonzero(done):
                 episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
                 if truncated[step, i]:
-                    final_obs[step, i] = normalize_obs(info["final_obs"][i][None], carry, args, update=False)[0]
+                    final_obs[step, i] = normalize_obs(info["final_obs"][i][None], carry.obs_rms, args, update=False)[0]
             carry.episode_return[done], carry.episode_length[done], carry.discounted_return[done] = 0, 0, 0
-        carry.next_obs = normalize_obs(next_obs, carry, args)
+        carry.next_obs = normalize_obs(next_obs, carry.obs_rms, args)
     return {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
             "terminated": terminated, "truncated": truncated}  # fmt: skip
 
@@ -483,35 +438,29 @@ def evaluate(args: Args) -> list:
     if args.eval_episodes <= 0:
         fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
-    saved = Args(**ckpt["args"])
-    env = gym.make(saved.env_id)
+    saved, obs_rms, env = Args(**ckpt["args"]), RunningMeanStd(), gym.make(ckpt["args"]["env_id"])
+    obs_rms.load(ckpt["obs_rms"])
     agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
     agent.load_state_dict(ckpt["agent"])
-    carry = Carry(None, RunningMeanStd(), RunningMeanStd(), None, None, None)
-    carry.obs_rms.load(ckpt["obs_rms"])
-    returns, low, high = [], env.action_space.low, env.action_space.high
+    policy_mean, returns = agent.numpy_mean(), []
     for episode in range(args.eval_episodes):
         obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
         done, total = False, 0.0
         while not done:
-            with torch.inference_mode():
-                mean = agent.actor_mean(torch.from_numpy(normalize_obs(obs[None], carry, saved, update=False)))
-            obs, reward, terminated, truncated, _ = env.step(np.clip(mean[0].numpy(), low, high))
+            action = policy_mean(normalize_obs(obs[None], obs_rms, saved, update=False))[0]
+            obs, reward, terminated, truncated, _ = env.step(action.clip(env.action_space.low, env.action_space.high))
             total, done = total + float(reward), terminated or truncated
         returns.append(total)
-    print(
-        f"eval {saved.env_id}: mean return {np.mean(returns):.2f} +- {np.std(returns):.2f} over {len(returns)} episodes"
-    )
+    mean, std = np.mean(returns), np.std(returns)
+    print(f"eval {saved.env_id}: mean return {mean:.2f} +- {std:.2f} over {len(returns)} episodes")
     return returns
 
 
 def train(args: Args, ckpt: Optional[dict] = None) -> None:
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
-    if ckpt is not None:
-        run_dir = os.path.dirname(os.path.abspath(args.resume))
-    else:
-        run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    new_run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
     os.makedirs(run_dir, exist_ok=True)
     checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     if args.track:
@@ -520,19 +469,15 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
                    config=vars(args), name=os.path.basename(run_dir), dir=run_dir, save_code=True)  # fmt: skip
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
-    writer.add_text(
-        "hyperparameters", "|param|value|\n|-|-|\n" + "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
-    )
+    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
 
     # TRY NOT TO MODIFY: seeding
-    random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give, and runs stay bit-for-bit equal
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
-    if args.capture_video:
-        os.environ.setdefault("MUJOCO_GL", "egl")  # render without a display unless the user chose a backend
     envs = make_envs(args, run_dir)
     obs_dim, act_dim = envs.single_observation_space.shape[0], envs.single_action_space.shape[0]
     agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
@@ -554,13 +499,14 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
 
     def checkpoint(iteration: int) -> None:
-        save_checkpoint(checkpoint_path, {
-            "args": dataclasses.asdict(args), "global_step": global_step,
-            "iteration": iteration, "kl_beta": kl_beta, "agent": agent.state_dict(),
-            "optimizer": optimizer.state_dict(), "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
+        torch.save({
+            "args": vars(args), "global_step": global_step, "iteration": iteration, "kl_beta": kl_beta,
+            "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+            "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
             **{name: torch.from_numpy(getattr(carry, name)) for name in carried},
             "envs": [env_state(env) for env in envs.envs], "torch_rng": torch.get_rng_state(),
-        })  # fmt: skip
+        }, checkpoint_path + ".tmp")  # fmt: skip
+        os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
 
     # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
     csv_path = os.path.join(run_dir, "episodes.csv")
@@ -573,11 +519,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     episodes_csv.writerows([["global_step", "episodic_return", "episodic_length"], *rows])
 
     # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
-    stop = threading.Event()
+    stop = []  # the signals received
 
     def request_stop(signum, frame):
-        stop.signum = signum
-        stop.set()
+        stop.append(signum)
         signal.signal(signum, signal.SIG_DFL)
 
     signal.signal(signal.SIGINT, request_stop)
@@ -633,7 +578,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 grad_norm = torch.linalg.vector_norm(flat_params.grad)
                 flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
                 optimizer.step()
-        stop_if_not_finite(agent, global_step, checkpoint_path)
+        if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
+            sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
 
         # Diagnostics over the whole batch, after the update: how far did π move from π_old, how well does V fit?
         with torch.inference_mode():
@@ -667,21 +613,17 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
         for name, value in metrics.items():
             writer.add_scalar(name, value, global_step)
-        if stop.is_set() or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
+        if args.save_model or stop:
             checkpoint(iteration)
-        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
-        eta = (args.total_timesteps - global_step) / max(sps, 1)
-        line = (
-            f"step {global_step:>9}/{args.total_timesteps}  SPS {sps:>5}  return(100) {recent}  ETA {eta / 60:5.1f} min"
-        )
-        if tty:  # a live line on a terminal; in a log file, ten lines over the run
-            print("\r" + line, end="", flush=True)
-        elif iteration % max(1, num_iterations // 10) == 0:
-            print(line, flush=True)
-        if stop.is_set():
+        if tty or iteration % max(1, num_iterations // 10) == 0:  # a live line on a terminal; ten lines in a log file
+            recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+            eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+            line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+            print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+        if stop:
             writer.close()  # flush the last iterations' events: TensorBoard writes them in batches
             print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
-            sys.exit(128 + stop.signum)
+            sys.exit(128 + stop[0])
 
     steps, elapsed = global_step - start_step, time.time() - start_time
     print(f"\ndone: {steps} steps in {elapsed:.2f} s ({steps / elapsed:.0f} SPS); run folder {run_dir}")

@@ -51,7 +51,7 @@ def test_non_positive_rate_is_refused(tmp_path, script, rate):
 def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, script):
     # the env's reward turns NaN at its 300th step, in the third rollout of 128 steps
     flags = ["--env-id", "tests.fake_envs:ChainNan-v0", "--num-steps", "128", "--minibatch-size", "32",
-             "--total-timesteps", "1280", "--save-model", "--save-interval", "1"]  # fmt: skip
+             "--total-timesteps", "1280", "--save-model"]  # fmt: skip
     proc = run_script(script, *flags, cwd=tmp_path, timeout=120)
     assert proc.returncode == 1
     assert "non-finite loss" in proc.stderr and "Traceback" not in proc.stderr
