@@ -450,7 +450,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         import wandb
 
         wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
-                   config=vars(args), name=os.path.basename(run_dir), dir=run_dir, save_code=True)  # fmt: skip
+                   config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
     table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)

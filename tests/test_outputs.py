@@ -1,0 +1,39 @@
+"""What a run writes besides TensorBoard and episodes.csv: the wandb offline log (--track), videos (--capture-video)."""
+
+import glob
+import os
+
+import pytest
+
+from tests.helpers import SCRIPTS, only_run_dir, run_script
+
+TINY = ["--env-id", "InvertedPendulum-v4", "--num-steps", "512", "--total-timesteps", "1024"]
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_track_logs_to_wandb_offline_without_an_account(tmp_path, monkeypatch, script):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))  # no account, no settings from $HOME
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb-cache"))
+    proc = run_script(script, *TINY, "--track", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (log,) = glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))
+    data = open(log, "rb").read()
+    # the flags went in as the run's config, and the TensorBoard scalars were synced as its history
+    for text in (b"InvertedPendulum-v4", b"env_id", b"losses/value_loss", b"charts/episodic_return"):
+        assert text in data, text
+    # wandb's own folder stays outside the TensorBoard log dir: inside it, the sync copies its own copies, endlessly
+    assert not os.path.exists(os.path.join(only_run_dir(tmp_path), "wandb"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_capture_video_records_episodes_of_env_0(tmp_path, script):
+    proc = run_script(script, *TINY, "--num-envs", "2", "--capture-video", cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    videos = glob.glob(os.path.join(only_run_dir(tmp_path), "videos", "*.mp4"))
+    first = os.path.join(only_run_dir(tmp_path), "videos", "rl-video-episode-0.mp4")
+    assert first in videos, videos
+    with open(first, "rb") as f:
+        header = f.read(12)
+    assert header[4:8] == b"ftyp" and os.path.getsize(first) > 1000  # an MP4 with frames in it
