@@ -11,13 +11,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPTS = ["ppo_continuous.py", "trpo.py", "reinforce_baseline.py"]
 
 
-def run_script(script: str, *flags: str, cwd, timeout: float = 300, wait: bool = True):
+def run_script(script: str, *flags: str, cwd, timeout: float = 300, wait: bool = True, stdout=subprocess.PIPE):
     """`python script flags` in cwd, with the repo root importable so that `--env-id tests.fake_envs:...` works."""
     env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, os.path.join(ROOT, script), *flags]
     if not wait:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
 
 
 def only_run_dir(cwd) -> str:

@@ -1,7 +1,8 @@
-"""What a run writes besides TensorBoard and episodes.csv: the wandb offline log (--track), videos (--capture-video)."""
+"""What a run shows and writes besides TensorBoard and episodes.csv: progress, wandb offline logs, videos."""
 
 import glob
 import os
+import pty
 
 import pytest
 
@@ -37,3 +38,17 @@ def test_capture_video_records_episodes_of_env_0(tmp_path, script):
     with open(first, "rb") as f:
         header = f.read(12)
     assert header[4:8] == b"ftyp" and os.path.getsize(first) > 1000  # an MP4 with frames in it
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_progress_is_one_live_line_on_a_terminal(tmp_path, script):
+    leader, follower = pty.openpty()
+    flags = ["--env-id", "InvertedPendulum-v4", "--num-steps", "256", "--total-timesteps", "1024"]
+    proc = run_script(script, *flags, cwd=tmp_path, timeout=120, stdout=follower)
+    os.close(follower)
+    out = os.read(leader, 1 << 16).decode()
+    os.close(leader)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # one line, rewritten after each of the 4 iterations, with the step, SPS, recent return and time left
+    assert out.count("\rstep ") == 4 and "SPS" in out and "return(100)" in out and "ETA" in out, out
+    assert out.count("\n") <= 2  # the live line, then the summary: no scrolling log on a terminal

@@ -32,6 +32,8 @@ def test_learns_inverted_pendulum_and_evaluates_the_saved_model(tmp_path, script
     proc = run_script(script, "--env-id", "InvertedPendulum-v4", "--total-timesteps", "102400", "--save-model",
                       *LEARNING[script], cwd=tmp_path, timeout=240)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    progress = [line for line in proc.stdout.splitlines() if line.startswith("step ")]
+    assert len(progress) == 10 and "\r" not in proc.stdout  # output to a file: ten plain progress lines in all
     folder = only_run_dir(tmp_path)
     rows = read_episodes(folder)
     assert rows[0] == ["global_step", "episodic_return", "episodic_length"]
