@@ -476,8 +476,9 @@ def evaluate(args: Args) -> list:
     if args.eval_episodes <= 0:
         fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
-    saved, obs_rms, env = Args(**ckpt["args"]), RunningMeanStd(), gym.make(ckpt["args"]["env_id"])
+    saved, obs_rms = Args(**ckpt["args"]), RunningMeanStd()
     obs_rms.load(ckpt["obs_rms"])
+    env = gym.make(saved.env_id)
     agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
     agent.load_state_dict(ckpt["agent"])
     policy_mean, returns = agent.numpy_mean(), []

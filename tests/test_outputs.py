@@ -20,7 +20,8 @@ def test_track_logs_to_wandb_offline_without_an_account(tmp_path, monkeypatch, s
     proc = run_script(script, *TINY, "--track", cwd=tmp_path, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (log,) = glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))
-    data = open(log, "rb").read()
+    with open(log, "rb") as f:
+        data = f.read()
     # the flags went in as the run's config, and the TensorBoard scalars were synced as its history
     for text in (b"InvertedPendulum-v4", b"env_id", b"losses/value_loss", b"charts/episodic_return"):
         assert text in data, text
@@ -29,11 +30,12 @@ def test_track_logs_to_wandb_offline_without_an_account(tmp_path, monkeypatch, s
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_capture_video_records_episodes_of_env_0(tmp_path, script):
+def test_capture_video_records_episodes_as_mp4(tmp_path, script):
     proc = run_script(script, *TINY, "--num-envs", "2", "--capture-video", cwd=tmp_path, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    videos = glob.glob(os.path.join(only_run_dir(tmp_path), "videos", "*.mp4"))
-    first = os.path.join(only_run_dir(tmp_path), "videos", "rl-video-episode-0.mp4")
+    video_dir = os.path.join(only_run_dir(tmp_path), "videos")
+    videos = glob.glob(os.path.join(video_dir, "*.mp4"))
+    first = os.path.join(video_dir, "rl-video-episode-0.mp4")
     assert first in videos, videos
     with open(first, "rb") as f:
         header = f.read(12)
