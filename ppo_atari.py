@@ -41,9 +41,7 @@ class Args:
     track: bool = False
     """also log to Weights & Biases (works without an account under WANDB_MODE=offline)"""
     wandb_project_name: str = "ppo-paper"
-    """the wandb project"""
-    wandb_entity: Optional[str] = None
-    """the wandb entity (team); None uses your default"""
+    """the wandb project (the entity is your default, or WANDB_ENTITY)"""
     capture_video: bool = False
     """record games of env 0 as the agent sees them (84x84 grayscale) to runs/{run_name}/videos"""
     save_model: bool = False
@@ -449,7 +447,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     if args.track:
         import wandb
 
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
                    config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
     table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
@@ -483,24 +481,18 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
 
     # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
-    csv_path = os.path.join(run_dir, "episodes.csv")
-    rows = []
+    csv_path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
     if ckpt is not None and os.path.exists(csv_path):
         with open(csv_path) as f:
-            rows = [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
     csv_file = open(csv_path, "w", newline="")
     episodes_csv = csv.writer(csv_file)
-    episodes_csv.writerows([["global_step", "episodic_return", "episodic_length"], *rows])
+    episodes_csv.writerows(rows)
 
-    # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
-    stop = []  # the signals received
-
-    def request_stop(signum, frame):
-        stop.append(signum)
-        signal.signal(signum, signal.SIG_DFL)
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    # Ctrl-C or SIGTERM: note it (a second one kills), finish the iteration in progress, save a checkpoint, then exit
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
     tty, recent_returns = sys.stdout.isatty(), []
     start_time, start_step = time.time(), global_step
 
@@ -609,18 +601,13 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     csv_file.close()
 
 
-def main() -> None:
-    args = tyro.cli(Args)
+if __name__ == "__main__":
+    args, ckpt = tyro.cli(Args), None
     if args.eval_checkpoint:
         evaluate(args)
-        return
-    ckpt = None
+        sys.exit(0)
     if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
         ckpt = load_checkpoint(args.resume, "--resume")
         args = Args(**{**ckpt["args"], "resume": args.resume})
     validate(args)
     train(args, ckpt)
-
-
-if __name__ == "__main__":
-    main()

@@ -16,6 +16,7 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional
 
 import gymnasium as gym
@@ -41,9 +42,7 @@ class Args:
     track: bool = False
     """also log to Weights & Biases (works without an account under WANDB_MODE=offline)"""
     wandb_project_name: str = "ppo-paper"
-    """the wandb project"""
-    wandb_entity: Optional[str] = None
-    """the wandb entity (team); None uses your default"""
+    """the wandb project (the entity is your default, or WANDB_ENTITY)"""
     capture_video: bool = False
     """record episodes of env 0 to runs/{run_name}/videos (needs moviepy; headless MuJoCo wants MUJOCO_GL=egl)"""
     save_model: bool = False
@@ -137,8 +136,7 @@ def load_checkpoint(path: str, flag: str) -> dict:
 
 
 def make_envs(args: Args, run_dir: str) -> list[gym.Env]:
-    """N copies of the task, stepped in turn by the rollout, which resets each one where its episode ends. A plain
-    list, not a gymnasium vector env: the reset stays in plain sight, and its per-step bookkeeping (8% of SPS) goes."""
+    """N copies of the task; a plain list, not a vector env, keeps the rollout's resets in plain sight (and +8% SPS)."""
 
     def make_env(i: int) -> gym.Env:
         if args.capture_video and i == 0:  # MuJoCo renders without a display, unless the user chose another backend
@@ -190,26 +188,23 @@ class RunningMeanStd:
         self.mean, self.var, self.count = state["mean"].numpy(), state["var"].numpy(), state["count"]
 
 
-def layer_init(layer: nn.Linear, std: float, orthogonal: bool) -> nn.Linear:
-    if orthogonal:
-        nn.init.orthogonal_(layer.weight, std)
-        nn.init.constant_(layer.bias, 0.0)
-    return layer
-
-
 class Agent(nn.Module):
     """Separate policy and value MLPs of 2x64 tanh units (§6.1); Gaussian policy with a state-independent log-std."""
 
     def __init__(self, obs_dim: int, act_dim: int, orthogonal: bool = True):
         super().__init__()
 
+        def linear(in_dim: int, out_dim: int, std: float) -> nn.Linear:
+            layer = nn.Linear(in_dim, out_dim)
+            if orthogonal:  # [not in paper] orthogonal weights with gain std, zero biases
+                nn.init.orthogonal_(layer.weight, std)
+                nn.init.constant_(layer.bias, 0.0)
+            return layer
+
         def mlp(out_dim: int, out_std: float) -> nn.Sequential:
+            hidden = math.sqrt(2)
             return nn.Sequential(
-                layer_init(nn.Linear(obs_dim, 64), math.sqrt(2), orthogonal),
-                nn.Tanh(),
-                layer_init(nn.Linear(64, 64), math.sqrt(2), orthogonal),
-                nn.Tanh(),
-                layer_init(nn.Linear(64, out_dim), out_std, orthogonal),
+                linear(obs_dim, 64, hidden), nn.Tanh(), linear(64, 64, hidden), nn.Tanh(), linear(64, out_dim, out_std)
             )
 
         self.critic = mlp(1, 1.0)
@@ -220,8 +215,7 @@ class Agent(nn.Module):
         return self.critic(obs).squeeze(-1)
 
     def numpy_mean(self):
-        """μ(s) as a NumPy function of the current weights, for the rollout's one-observation calls, where a torch
-        call costs ~10x its arithmetic in overhead. It mirrors mlp() above (a test checks that they agree)."""
+        """μ(s) in NumPy with the current weights, for the rollout, where a torch call costs ~10x its arithmetic."""
         linears = [(m.weight.detach().cpu().numpy().T, m.bias.detach().cpu().numpy()) for m in self.actor_mean[::2]]
         (w1, b1), (w2, b2), (w3, b3) = linears
         return lambda obs: np.tanh(np.tanh(obs @ w1 + b1) @ w2 + b2) @ w3 + b3
@@ -266,11 +260,8 @@ def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
 
 
 def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
-    """V(s_{t+1}) for each step t of a (T, N) rollout, from the values of the observations that followed it.
-
-    Not done: the value of the next observation in the buffer (last_value after the rollout's last step).
-    terminated: 0, the episode has no future. truncated (time limit): V(real final observation), or 0 when off.
-    """
+    """V(s_{t+1}) for each step t of a (T, N) rollout: the next observation's value (last_value after the last step);
+    0 after a termination; after a truncation (time limit) V(real final observation), or 0 when that is off."""
     next_values = np.concatenate([values[1:], last_value[None]])
     next_values = np.where(truncated, final_values if bootstrap_truncated else 0.0, next_values)
     return np.where(terminated, 0.0, next_values).astype(values.dtype)
@@ -288,18 +279,6 @@ def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: f
     return advantages
 
 
-@dataclass
-class Carry:
-    """What one rollout hands to the next (and to a checkpoint): the env's last observation and running stats."""
-
-    next_obs: np.ndarray  # (num_envs, obs_dim), normalized
-    obs_rms: RunningMeanStd
-    ret_rms: RunningMeanStd
-    discounted_return: np.ndarray  # (num_envs,) for reward scaling
-    episode_return: np.ndarray  # (num_envs,) raw rewards of the running episodes
-    episode_length: np.ndarray
-
-
 def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: bool = True) -> np.ndarray:
     if not args.norm_obs:
         return obs.astype(np.float32)
@@ -309,30 +288,29 @@ def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: 
     return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
 
 
-def start_carry(envs: list[gym.Env], args: Args) -> Carry:
-    """Reset env i with seed + i; fresh normalization statistics and episode counters."""
-    zeros, space = np.zeros(args.num_envs), envs[0].observation_space
-    carry = Carry(None, RunningMeanStd(space.shape), RunningMeanStd(), zeros.copy(), zeros.copy(), zeros.copy())
+def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
+    """What one rollout hands to the next (and to a checkpoint): observation, statistics and sums of each env's episode.
+    Env i starts with seed + i."""
+    space = envs[0].observation_space
+    carry = SimpleNamespace(obs_rms=RunningMeanStd(space.shape), ret_rms=RunningMeanStd())
+    carry.discounted_return, carry.episode_return, carry.episode_length = np.zeros((3, args.num_envs))
     first_obs = np.array([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)], dtype=space.dtype)
     carry.next_obs = normalize_obs(first_obs, carry.obs_rms, args)
     return carry
 
 
-def collect_rollout(envs: list, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
-    """Algorithm 1's "run policy π_θold in environment for T timesteps" in each env. An env whose episode ends is reset
-    in the same step, so every stored transition is real, and a truncated episode's real final observation is kept
-    for bootstrapping. Finished episodes are appended to `episodes` as (global_step, return, length)."""
+def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: int, episodes: list) -> dict:
+    """Algorithm 1's "run policy π_θold for T timesteps" in each env, resetting an env in the step its episode ends:
+    every stored transition is real. Finished episodes go to `episodes` as (global_step, return, length)."""
     T, N = args.num_steps, args.num_envs
     obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
     final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
     actions = np.zeros((T, N) + envs[0].action_space.shape, dtype=np.float32)  # (T, N, act_dim)
     rewards = np.zeros((T, N), dtype=np.float32)
-    terminated = np.zeros((T, N), dtype=bool)
-    truncated = np.zeros((T, N), dtype=bool)
+    terminated, truncated = np.zeros((2, T, N), dtype=bool)
     # a = μ(s) + σ z with z ~ N(0, I): σ is fixed for the rollout, so draw all the noise at once (no per-step tensors)
     noise = torch.randn(actions.shape).numpy() * agent.actor_logstd.detach().exp().cpu().numpy()
-    low, high = envs[0].action_space.low, envs[0].action_space.high
-    space = envs[0].observation_space
+    low, high, space = envs[0].action_space.low, envs[0].action_space.high, envs[0].observation_space
     raw_obs, raw_final_obs = np.zeros((2, N) + space.shape, space.dtype)  # (N, obs_dim) each, as the envs return them
     raw_reward = np.zeros(N)
     policy_mean = agent.numpy_mean()  # θ_old is frozen for the whole rollout
@@ -373,10 +351,9 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
             agent.value(torch.from_numpy(x).to(device)).cpu().numpy()
             for x in (rollout["obs"], rollout["final_obs"], next_obs)
         )  # (T, N), (T, N), (N,)
-    next_values = bootstrap_values(
-        values, final_values, last_value, rollout["terminated"], rollout["truncated"], args.bootstrap_truncated
-    )
-    dones = (rollout["terminated"] | rollout["truncated"]).astype(np.float32)
+    terminated, truncated = rollout["terminated"], rollout["truncated"]
+    next_values = bootstrap_values(values, final_values, last_value, terminated, truncated, args.bootstrap_truncated)
+    dones = (terminated | truncated).astype(np.float32)
     return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
@@ -414,7 +391,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     if args.track:
         import wandb
 
-        wandb.init(project=args.wandb_project_name, entity=args.wandb_entity, sync_tensorboard=True,
+        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
                    config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
     table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
@@ -439,14 +416,13 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     optimizer = torch.optim.Adam(groups, eps=args.adam_eps, fused=True)
     carry = start_carry(envs, args)
     global_step, start_iteration = 0, 1
-    carried = ("next_obs", "discounted_return", "episode_return", "episode_length")
+    arrays = ("next_obs", "discounted_return", "episode_return", "episode_length")  # the carry's, besides statistics
     if ckpt is not None:
         agent.load_state_dict(ckpt["agent"])
         optimizer.load_state_dict(ckpt["optimizer"])
         carry.obs_rms.load(ckpt["obs_rms"])
         carry.ret_rms.load(ckpt["ret_rms"])
-        for name in carried:
-            setattr(carry, name, ckpt[name].numpy())
+        vars(carry).update({name: ckpt[name].numpy() for name in arrays})
         for env, state in zip(envs, ckpt["envs"]):
             set_env_state(env, state)
         torch.set_rng_state(ckpt["torch_rng"])
@@ -457,30 +433,24 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
             "args": vars(args), "global_step": global_step, "iteration": iteration,
             "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
             "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
-            **{name: torch.from_numpy(getattr(carry, name)) for name in carried},
+            **{name: torch.from_numpy(getattr(carry, name)) for name in arrays},
             "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(),
         }, checkpoint_path + ".tmp")  # fmt: skip
         os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
 
     # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
-    csv_path = os.path.join(run_dir, "episodes.csv")
-    rows = []
+    csv_path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
     if ckpt is not None and os.path.exists(csv_path):
         with open(csv_path) as f:
-            rows = [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
     csv_file = open(csv_path, "w", newline="")
     episodes_csv = csv.writer(csv_file)
-    episodes_csv.writerows([["global_step", "episodic_return", "episodic_length"], *rows])
+    episodes_csv.writerows(rows)
 
-    # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit. A second signal kills.
-    stop = []  # the signals received
-
-    def request_stop(signum, frame):
-        stop.append(signum)
-        signal.signal(signum, signal.SIG_DFL)
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    # Ctrl-C or SIGTERM: note it (a second one kills), finish the iteration in progress, save a checkpoint, then exit
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
     tty, recent_returns = sys.stdout.isatty(), []
     start_time, start_step = time.time(), global_step
 
@@ -571,23 +541,18 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     steps, elapsed = global_step - start_step, time.time() - start_time
     print(f"\ndone: {steps} steps in {elapsed:.2f} s ({steps / elapsed:.0f} SPS); run folder {run_dir}")
     for env in envs:
-        env.close()
+        env.close()  # RecordVideo writes the episode it is recording
     writer.close()
     csv_file.close()
 
 
-def main() -> None:
-    args = tyro.cli(Args)
+if __name__ == "__main__":
+    args, ckpt = tyro.cli(Args), None
     if args.eval_checkpoint:
         evaluate(args)
-        return
-    ckpt = None
+        sys.exit(0)
     if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
         ckpt = load_checkpoint(args.resume, "--resume")
         args = Args(**{**ckpt["args"], "resume": args.resume})
     validate(args)
     train(args, ckpt)
-
-
-if __name__ == "__main__":
-    main()
