@@ -17,7 +17,7 @@ import re
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -145,8 +145,10 @@ def validate(args: Args) -> None:
 def load_checkpoint(path: str, flag: str) -> dict:
     """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
     try:
-        return torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as e:  # missing, truncated or not a checkpoint: all the same to the user
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        return ckpt
+    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
         fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
 
 
@@ -420,7 +422,7 @@ def evaluate(args: Args) -> list:
     if args.eval_episodes <= 0:
         fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
-    saved = Args(**{**ckpt["args"], "num_envs": args.eval_episodes})
+    saved = replace(ckpt["args"], num_envs=args.eval_episodes)
     envs = make_envs(saved, run_dir="")
     agent = Agent(envs.single_action_space.n)
     agent.load_state_dict(ckpt["agent"])
@@ -608,6 +610,6 @@ if __name__ == "__main__":
         sys.exit(0)
     if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
         ckpt = load_checkpoint(args.resume, "--resume")
-        args = Args(**{**ckpt["args"], "resume": args.resume})
+        args = replace(ckpt["args"], resume=args.resume)
     validate(args)
     train(args, ckpt)

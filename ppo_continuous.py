@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Literal, Optional
 
@@ -144,8 +144,10 @@ def validate(args: Args) -> None:
 def load_checkpoint(path: str, flag: str) -> dict:
     """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
     try:
-        return torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as e:  # missing, truncated or not a checkpoint: all the same to the user
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        return ckpt
+    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
         fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
 
 
@@ -418,7 +420,7 @@ def evaluate(args: Args) -> list:
     if args.eval_episodes <= 0:
         fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
-    saved, obs_rms = Args(**ckpt["args"]), RunningMeanStd()
+    saved, obs_rms = ckpt["args"], RunningMeanStd()
     obs_rms.load(ckpt["obs_rms"])
     env = gym.make(saved.env_id)
     agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
@@ -614,6 +616,6 @@ if __name__ == "__main__":
         sys.exit(0)
     if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
         ckpt = load_checkpoint(args.resume, "--resume")
-        args = Args(**{**ckpt["args"], "resume": args.resume})
+        args = replace(ckpt["args"], resume=args.resume)
     validate(args)
     train(args, ckpt)

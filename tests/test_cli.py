@@ -22,10 +22,13 @@ from tests.helpers import SCRIPTS, only_run_dir, run_script
         (["--gamma", "1.5"], "--gamma"),
         (["--resume", "missing.pt"], "--resume"),
         (["--eval-checkpoint", "corrupt.pt"], "--eval-checkpoint"),
+        (["--resume", "other.pt"], "--resume"),
+        (["--eval-checkpoint", "other.pt"], "--eval-checkpoint"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, script, flags, flag_named):
     (tmp_path / "corrupt.pt").write_bytes(b"this is not a checkpoint")
+    torch.save({"args": {"no_such_flag": 1}}, tmp_path / "other.pt")  # another script's or version's checkpoint
     proc = run_script(script, *flags, cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
