@@ -5,6 +5,11 @@ from GAE against a value-network baseline (λ = 1 gives the Monte-Carlo return m
 each batch K times: the destructively large updates the paper warns of, visible in the logged KL.
 `diff ppo_continuous.py reinforce_baseline.py` shows what PPO's ratio, clipping and minibatch epochs add.
 
+Figure 3's other baselines (§6.2) are sets of flags: vanilla PG with the adaptive stepsize of the paper's footnote
+(`--adaptive-lr --no-anneal-lr`: after each batch the policy's stepsize shrinks 1.5x when the KL is above twice
+`--kl-target` and grows 1.5x when it is below half), and A2C (`--optimizer rmsprop` and openai/baselines' a2c
+settings: 16 actors x 5 steps, one step on π and one on V per batch). benchmark/presets.py spells both out.
+
     python reinforce_baseline.py --env-id Hopper-v4
 """
 
@@ -17,7 +22,7 @@ import time
 import warnings
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
-from typing import Optional
+from typing import Literal, Optional
 
 import gymnasium as gym
 import mujoco
@@ -78,6 +83,22 @@ class Args:
     gae_lambda: float = 0.95
     """Table 3 "GAE parameter (lambda)" (0.95): 0 trusts the critic, 1 the Monte-Carlo return"""
 
+    # Figure 3's baselines (§6.2): vanilla PG with an adaptive stepsize, and A2C (benchmark/presets.py has the flags)
+    adaptive_lr: bool = False
+    """§6.2 footnote (Berkeley deep RL hw4): stepsize of π / 1.5 if KL > 2 kl_target, x 1.5 if < kl_target / 2"""
+    kl_target: float = 2e-3
+    """target KL[π_old, π] of --adaptive-lr (hw4: 2e-3); the stepsize starts at --learning-rate (hw4: 1e-3)"""
+    optimizer: Literal["adam", "rmsprop"] = "adam"
+    """both networks' optimizer: adam (with --adam-eps) or rmsprop (A2C's, Mnih et al. 2016 and openai/baselines a2c)"""
+    rmsprop_alpha: float = 0.99
+    """RMSProp's decay of the running mean square (openai/baselines a2c: 0.99)"""
+    rmsprop_eps: float = 1e-5
+    """RMSProp's epsilon (openai/baselines a2c: 1e-5, inside TensorFlow's square root; PyTorch adds it outside)"""
+    vf_coef: float = 1.0
+    """c1: weight of L^VF in the value step (openai/baselines a2c: 0.5); acts only via --max-grad-norm and the eps"""
+    ent_coef: float = 0.0
+    """c2: entropy bonus added to L^PG (vanilla PG: none; openai/baselines a2c: 0.01)"""
+
     # Implementation details [not in paper]; defaults follow the openai/baselines ppo2 code the paper used
     orthogonal_init: bool = True
     """[not in paper] orthogonal weights (gain sqrt 2, 0.01 for the policy head, 1 for the value head), zero biases"""
@@ -95,6 +116,8 @@ class Args:
     """[not in paper] divide rewards by a running std of the discounted return, so value targets stay near 1"""
     reward_clip: float = 10.0
     """[not in paper] clip scaled rewards to [-reward_clip, reward_clip]"""
+    max_grad_norm: Optional[float] = None
+    """[not in paper] clip the global gradient norm of each step to this (None: no clip; openai/baselines a2c: 0.5)"""
     bootstrap_truncated: bool = True
     """bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as the paper's code"""
 
@@ -108,11 +131,20 @@ def fail(message: str) -> None:
 def validate(args: Args) -> None:
     """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
     for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "learning_rate",
-                 "vf_learning_rate", "vf_epochs", "adam_eps", "obs_clip", "reward_clip"):  # fmt: skip
+                 "vf_learning_rate", "vf_epochs", "kl_target", "rmsprop_eps", "vf_coef", "adam_eps", "obs_clip",
+                 "reward_clip"):  # fmt: skip
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1):
         fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1]")
+    if not 0 <= args.rmsprop_alpha < 1:
+        fail(f"--rmsprop-alpha must lie in [0, 1), got {args.rmsprop_alpha}")
+    if not args.ent_coef >= 0:
+        fail(f"--ent-coef must be >= 0, got {args.ent_coef}")
+    if args.max_grad_norm is not None and not args.max_grad_norm > 0:
+        fail(f"--max-grad-norm must be positive (or None: no clip), got {args.max_grad_norm}")
+    if args.adaptive_lr and args.anneal_lr:  # two rules for one stepsize: the schedule would undo the KL rule
+        fail("--adaptive-lr sets the policy's stepsize from the KL each batch; add --no-anneal-lr")
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.minibatch_size:
         fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
@@ -250,6 +282,16 @@ def approx_kl(logratio: torch.Tensor) -> torch.Tensor:
 def pg_objective(logprob, advantages):
     # L^PG = Ê[log π_θ(a_t|s_t) Â_t]  (2): its gradient is the policy-gradient estimator ĝ (1)
     return (logprob * advantages).mean()
+
+
+def adapt_stepsize(stepsize: float, kl: float, kl_target: float) -> float:
+    """The adaptive stepsize of the paper's vanilla PG (footnote to §6.2), as the code it points to (the Berkeley deep
+    RL course's homework 4) sets it after each batch: KL > 2 x target → stepsize / 1.5; KL < target / 2 → x 1.5."""
+    if kl > 2 * kl_target:
+        return stepsize / 1.5
+    if kl < kl_target / 2:
+        return stepsize * 1.5
+    return stepsize
 
 
 def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
@@ -416,7 +458,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         {"params": policy_params, "lr": args.learning_rate},
         {"params": agent.critic.parameters(), "lr": args.vf_learning_rate},
     ]
-    optimizer = torch.optim.Adam(groups, eps=args.adam_eps, fused=True)
+    if args.optimizer == "rmsprop":  # A2C's optimizer
+        optimizer = torch.optim.RMSprop(groups, alpha=args.rmsprop_alpha, eps=args.rmsprop_eps)
+    else:
+        optimizer = torch.optim.Adam(groups, eps=args.adam_eps, fused=True)
     carry = start_carry(envs, args)
     global_step, start_iteration = 0, 1
     arrays = ("next_obs", "discounted_return", "episode_return", "episode_length")  # the carry's, besides statistics
@@ -486,8 +531,12 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         for _epoch in range(args.update_epochs):
             logprob = gaussian_log_prob(b_actions, agent.actor_mean(b_obs), agent.actor_logstd)
             loss = -pg_objective(logprob, policy_advantages)
+            if args.ent_coef:  # −(L^PG + c2 S[π]): A2C's entropy bonus
+                loss = loss - args.ent_coef * gaussian_entropy(agent.actor_logstd)
             optimizer.zero_grad()
             loss.backward()
+            if args.max_grad_norm:  # [not in paper] g ← g · min(1, max_grad_norm / ‖g‖), over π's gradient alone
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
             optimizer.step()
         batch = (b_obs, b_values, b_returns)
         for _epoch in range(args.vf_epochs):
@@ -495,10 +544,12 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
             perm = torch.randperm(batch_size, device=device)
             minibatches = zip(*(x[perm].split(args.minibatch_size) for x in batch))
             for mb_obs, mb_values, mb_returns in minibatches:
-                # L^VF = Ê[(V_θ(s_t) − V_targ)²]: plain regression on the returns
-                loss = value_loss(agent.value(mb_obs), mb_values, mb_returns)
+                # c1 L^VF = c1 Ê[(V_θ(s_t) − V_targ)²]: regression on the returns (c1 = 1 but for A2C's 0.5)
+                loss = args.vf_coef * value_loss(agent.value(mb_obs), mb_values, mb_returns)
                 optimizer.zero_grad()
                 loss.backward()
+                if args.max_grad_norm:  # [not in paper] as above, over V's gradient alone (A2C's one network: both)
+                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
@@ -517,6 +568,9 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
                 "losses/explained_variance": float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)),
             }
+        if args.adaptive_lr:  # the policy's next stepsize; it lives in the optimizer's state, so checkpoints keep it
+            policy_group = optimizer.param_groups[0]
+            policy_group["lr"] = adapt_stepsize(policy_group["lr"], metrics["losses/kl"], args.kl_target)
 
         # TRY NOT TO MODIFY: logging, checkpoints, progress
         for step, ret, length in episodes:

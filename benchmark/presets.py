@@ -38,6 +38,8 @@ class Method:
     """the method's name in folder names and reports: letters, digits, '.', '+', '-' and single '_'"""
     flags: str = ""
     """flags that make the method, e.g. "--objective clip --clip-coef 0.2"; "" is the script's defaults"""
+    label: str = ""
+    """the algorithm's name in plot legends, e.g. "PPO (clip)"; "" shows script and tag"""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ class Table1Setting:
     setting: str
     paper_score: float
     """the paper's average normalized score over 7 tasks x 3 seeds"""
+
+    @property
+    def label(self) -> str:
+        return f"PPO, {self.group}{', ' + self.setting if self.setting else ''}"
 
 
 # Table 1 of the paper (§6.1): 7 MuJoCo tasks x 3 seeds, 1M steps; random policy = 0, best setting = 1 per task
@@ -71,6 +77,24 @@ TABLE1 = [
 ]
 
 
+# Figure 3's vanilla policy gradient "with adaptive stepsize" (the paper's footnote to §6.2, which points to the
+# Berkeley deep RL course's homework 4): after each batch the Adam stepsize is divided by 1.5 when KL[π_old, π] > 2 x
+# target and multiplied by 1.5 when KL < target / 2 (--adaptive-lr); hw4's target 2e-3 and initial stepsize 1e-3;
+# no schedule (the rule owns the stepsize). Everything else is reinforce_baseline.py's defaults: one Adam step on the
+# whole 2048-step batch, the value baseline as the script trains it.
+VPG_ADAPTIVE = "--adaptive-lr --kl-target 2e-3 --learning-rate 1e-3 --no-anneal-lr"
+# A2C (Mnih et al. 2016, synchronous form) with openai/baselines' a2c defaults: nenvs 16 actors in lockstep (also the
+# paper's 16 actor-learner threads), nsteps 5, n-step returns bootstrapped from V (GAE lambda 1) and raw advantages
+# (no normalization), one gradient step per batch (whole batch of 16 x 5 = 80) on the policy and one on the value
+# function, RMSProp lr 7e-4 with alpha 0.99 and eps 1e-5 for both, vf_coef 0.5, ent_coef 0.01, max_grad_norm 0.5,
+# linear lr decay. Observation and reward normalization stay on, as baselines' VecNormalize does for MuJoCo.
+A2C = (
+    "--num-envs 16 --num-steps 5 --gae-lambda 1 --no-norm-adv --update-epochs 1 --vf-epochs 1 --minibatch-size 80"
+    " --optimizer rmsprop --learning-rate 7e-4 --vf-learning-rate 7e-4 --rmsprop-alpha 0.99 --rmsprop-eps 1e-5"
+    " --vf-coef 0.5 --ent-coef 0.01 --max-grad-norm 0.5 --anneal-lr"
+)
+
+
 @dataclass(frozen=True)
 class Preset:
     about: str
@@ -83,18 +107,19 @@ class Preset:
 PRESETS = {
     "table1": Preset(
         "Table 1: the 11 surrogate objectives of §6.1 on ppo_continuous.py, 7 MuJoCo tasks x 3 seeds, 1M steps",
-        [Method("ppo_continuous.py", s.tag, s.flags) for s in TABLE1],
+        [Method("ppo_continuous.py", s.tag, s.flags, s.label) for s in TABLE1],
         MUJOCO_TASKS,
         [1, 2, 3],
         1_000_000,
     ),
     # PPO's method has table1's clip-0.2 tag and flags, so that the two presets share those 21 runs
     "figure3": Preset(
-        "Figure 3: PPO (clip, ε = 0.2), TRPO and vanilla policy gradient, 7 MuJoCo tasks x 3 seeds, 1M steps",
+        "Figure 3: PPO (clip, ε = 0.2), TRPO, vanilla PG with adaptive stepsize and A2C, 7 MuJoCo tasks x 3 seeds, 1M",
         [
-            Method("ppo_continuous.py", "clip-0.2", "--objective clip --clip-coef 0.2"),
-            Method("trpo.py", "default"),
-            Method("reinforce_baseline.py", "default"),
+            Method("ppo_continuous.py", "clip-0.2", "--objective clip --clip-coef 0.2", "PPO (clip)"),
+            Method("trpo.py", "default", "", "TRPO"),
+            Method("reinforce_baseline.py", "vpg-adaptive", VPG_ADAPTIVE, "Vanilla PG, adaptive stepsize"),
+            Method("reinforce_baseline.py", "a2c", A2C, "A2C"),
         ],
         MUJOCO_TASKS,
         [1, 2, 3],
@@ -102,7 +127,7 @@ PRESETS = {
     ),
     "atari": Preset(
         "Table 6: ppo_atari.py (Table 5 settings) on Atari games x 3 seeds, 10M steps (40M frames)",
-        [Method("ppo_atari.py", "default")],
+        [Method("ppo_atari.py", "default", "", "PPO")],
         ATARI_GAMES,
         [1, 2, 3],
         10_000_000,

@@ -1,26 +1,32 @@
-"""Tables and plots of a results folder of benchmark/run.py, beside the paper's and openai/baselines' figures.
+"""Tables and plots of a grid's results table, beside the paper's and openai/baselines' figures.
 
-    python -m benchmark.report benchmark/out              # writes benchmark/out/report/: report.md, summary.json, PNGs
-    python -m benchmark.report --measure-random           # once: a uniform-random policy's return on each task
+    python -m benchmark.report benchmark/results/table1.csv   # writes benchmark/results/table1/: report.md, PNGs
+    python -m benchmark.report benchmark/out                  # an unnamed grid's RESULTS_DIR/results.csv
+    python -m benchmark.report --measure-random               # once: a uniform-random policy's return on each task
 
-A run's score is the paper's (§6.1): the mean total reward of its last 100 episodes. A method is a script with a
-variant of flags (its tag: benchmark/run.py's folder names are {script}__{env_id}__{tag}__{seed}).
+The input is what benchmark/run.py commits: {grid}.csv, one row per finished run, and {grid}_curves.csv, about 100
+points of each run's learning curve. Nothing else is read, so anyone can rebuild every table and plot from them.
 
-- Per task (Figure 3): each method's mean ± std over seeds of the score, beside the paper's and baselines' returns.
-- Normalized score (Table 1): per task a uniform-random policy is 0 (its return is measured once and stored in
-  benchmark/random_returns.json) and the best method of this report (its mean over seeds) is 1; a method's score is
-  the average over all its runs (tasks x seeds). The aggregate adds the interquartile mean of the same runs (IQM, the
-  mean of the middle 50%: robust to one run that collapses or soars) and 95% bootstrap confidence intervals of both,
-  resampling runs (scipy.stats.bootstrap, percentile method).
-- Plots: learning curves per task (return averaged over a trailing window of episodes, put on a common step grid,
-  mean over seeds with a 95% t-interval band), and the normalized scores as bars in Table 1's layout.
+A run's score is the paper's (§6.1): the mean total reward of its last 100 episodes. A method is a script with its
+flags, at one length (total timesteps): runs of different lengths are never averaged into one cell.
+
+- Table 1, exactly as §6.1: for each script and length with runs of Table 1's settings (tag and flags as in
+  benchmark/presets.py), per task the random policy is 0 (benchmark/random_returns.json) and the best mean over
+  seeds among those settings is 1; a setting's score is the mean over its runs (tasks x seeds). Runs of any other
+  script, tag or length in the table change none of these numbers. Beside the mean: the interquartile mean (IQM, the
+  mean of the middle 50%), and 95% bootstrap intervals of both, stratified by task (seeds resampled within each
+  task; scipy.stats.bootstrap, percentile method), with the number of runs n.
+- Figure 3: per task, each method's mean ± std over seeds of the score, beside the paper's and baselines' returns;
+  figure3.png has one panel per task, one line per method (the mean over seeds of the smoothed curve) and each seed
+  drawn thin. table1.png: Table 1's bars beside the paper's.
+- Provenance: the commits and script versions the runs came from; the report says so when one table mixes them.
 """
 
 import csv
-import glob
 import json
 import os
 import re
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -33,6 +39,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.stats  # noqa: E402
 import tyro  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from benchmark.presets import MUJOCO_TASKS, TABLE1  # noqa: E402
 
@@ -62,28 +69,19 @@ REFERENCE = {
     "Qbert": {"paper PPO, Table 6": 14293.3, "paper A2C, Table 6": 10065.7, "paper ACER, Table 6": 15316.6},
     "Enduro": {"paper PPO, Table 6": 758.3, "paper A2C, Table 6": 0.0, "paper ACER, Table 6": 0.0},
 }
-TABLE1_BY_TAG = {s.tag: s for s in TABLE1}
+TABLE1_SCRIPT = "ppo_continuous.py"
 
 
 @dataclass
 class Args:
-    results_dir: tyro.conf.Positional[str] = os.path.join(ROOT, "benchmark", "out")
-    """the folder of benchmark/run.py's runs (RESULTS_DIR)"""
+    table: tyro.conf.Positional[str] = os.path.join(ROOT, "benchmark", "results", "table1.csv")
+    """a results table of benchmark/run.py ({grid}.csv, its curves beside it), or a RESULTS_DIR with results.csv"""
     out: Optional[str] = None
-    """where the report goes (default RESULTS_DIR/report)"""
+    """where the report goes (default: beside the table, in a folder named after it)"""
     random_returns: str = RANDOM_RETURNS
     """the random policy's return per task, the 0 of the normalized score (written by --measure-random)"""
-    match: str = "*"
-    """only the run folders whose name matches this glob, e.g. "ppo_continuous__*" for Table 1 alone"""
-    unfinished: bool = False
-    """also use runs that have not finished (no result.json), e.g. to look at curves while a grid runs"""
-    smooth: int = 100
-    """learning curves: the return averaged over the last this many episodes (the paper's score uses 100)"""
-    grid_points: int = 200
-    """learning curves: points on the common step grid"""
     reference_lines: bool = True
-    """learning curves: draw the paper's figure as a dashed line (--no-reference-lines for short runs, whose curves
-    a 10M-step figure would flatten)"""
+    """figure3.png: draw the paper's final return as a dashed line (--no-reference-lines for short runs)"""
     resamples: int = 10_000
     """bootstrap resamples for the confidence intervals"""
     seed: int = 0
@@ -96,28 +94,37 @@ class Args:
     """episodes per task for --measure-random"""
 
 
-@dataclass
-class RunData:
-    """One run: who it is, and its episodes."""
+@dataclass(frozen=True)
+class Method:
+    """A cell key: the script with its flags at one length; the label names it in plots."""
 
-    name: str
     script: str
-    """the script's name without .py"""
     tag: str
-    env_id: str
-    seed: int
-    finished: bool
-    steps: np.ndarray  # (episodes,) global step at each episode's end
-    returns: np.ndarray  # (episodes,) episodic return
+    flags: str
+    total_timesteps: int
+    label: str
 
     @property
-    def method(self) -> str:
-        return self.script if self.tag == "default" else f"{self.script} {self.tag}"
+    def table1(self):
+        """The Table 1 setting this method is (its script, tag and flags), or None."""
+        setting = next((s for s in TABLE1 if s.tag == self.tag), None)
+        if self.script == TABLE1_SCRIPT and setting and self.flags.split() == setting.flags.split():
+            return setting
+        return None
 
-    @property
-    def score(self) -> float:
-        """The paper's score: the mean return of the last 100 episodes."""
-        return float(np.mean(self.returns[-100:]))
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def steps_text(steps: int) -> str:
+    """1000000 -> 1M, 200000 -> 200k."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if steps >= size and steps % (size // 10) == 0:
+            return f"{steps / size:g}{unit}"
+    return str(steps)
 
 
 def task_name(env_id: str) -> str:
@@ -125,56 +132,32 @@ def task_name(env_id: str) -> str:
     return re.sub(r"(NoFrameskip)?-v\d+$", "", env_id.split("/")[-1])
 
 
-def read_episodes(csv_path: str) -> tuple[np.ndarray, np.ndarray]:
-    with open(csv_path) as f:
+def read_table(path: str) -> tuple[list[dict], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The rows of a results table (typed), and the curve of each run from the curves file beside it."""
+    with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    steps = np.array([float(r["global_step"]) for r in rows])
-    returns = np.array([float(r["episodic_return"]) for r in rows])
-    return steps, returns
+    for row in rows:
+        row["seed"], row["total_timesteps"], row["score"] = (
+            int(row["seed"]),
+            int(row["total_timesteps"]),
+            float(row["score"]),
+        )
+        label = row.get("label") or f"{os.path.splitext(row['script'])[0]} {row['tag']}"
+        row["method"] = Method(row["script"], row["tag"], row["flags"], row["total_timesteps"], label)
+    curves, curves_path = {}, path[: -len(".csv")] + "_curves.csv"
+    if os.path.exists(curves_path):
+        points = {}
+        with open(curves_path, newline="") as f:
+            for point in csv.DictReader(f):
+                points.setdefault(point["name"], []).append((int(point["step"]), float(point["return_last100"])))
+        curves = {name: (np.array([s for s, _ in p]), np.array([r for _, r in p])) for name, p in points.items()}
+    return rows, curves
 
 
-def load_runs(results_dir: str, match: str = "*", unfinished: bool = False) -> tuple[list[RunData], list[str]]:
-    """The runs of a results folder, and notes on the folders left out.
-
-    A finished run's result.json names its run folder; an unfinished one has spec.json; folders of
-    benchmark/returns.py have result.json without it, and are read from their name and newest runs/*/episodes.csv.
-    """
-    runs, notes = [], []
-    for folder in sorted(glob.glob(os.path.join(results_dir, match))):
-        name = os.path.basename(folder)
-        parts = name.split("__")
-        if not os.path.isdir(os.path.join(folder, "runs")) or len(parts) != 4:
-            continue
-        finished = os.path.exists(os.path.join(folder, "result.json"))
-        if not finished and not unfinished:
-            failed = os.path.exists(os.path.join(folder, "error.json"))
-            notes.append(f"{name}: {'failed' if failed else 'not finished'}, left out")
-            continue
-        meta = {}
-        for file in ("result.json", "spec.json"):
-            if os.path.exists(os.path.join(folder, file)):
-                with open(os.path.join(folder, file)) as f:
-                    meta = json.load(f)
-                break
-        csv_path = os.path.join(folder, meta["run_dir"], "episodes.csv") if meta.get("run_dir") else None
-        if csv_path is None or not os.path.exists(csv_path):
-            paths = glob.glob(os.path.join(folder, "runs", "*", "episodes.csv"))
-            csv_path = max(paths, key=os.path.getmtime) if paths else None
-        steps, returns = read_episodes(csv_path) if csv_path else (np.zeros(0), np.zeros(0))
-        if len(returns) == 0:
-            notes.append(f"{name}: no episode finished, left out")
-            continue
-        script = os.path.splitext(os.path.basename(meta.get("script", parts[0])))[0]
-        env_id, tag, seed = meta.get("env_id", parts[1]), meta.get("tag", parts[2]), int(meta.get("seed", parts[3]))
-        runs.append(RunData(name, script, tag, env_id, seed, finished, steps, returns))
-    return runs, notes
-
-
-def method_order(method: str) -> tuple:
-    """Table 1's settings in the paper's order first, then the rest by name."""
-    script, _, tag = method.partition(" ")
-    index = [s.tag for s in TABLE1].index(tag) if tag in TABLE1_BY_TAG else len(TABLE1)
-    return index, script, tag
+def method_order(method: Method) -> tuple:
+    """Table 1's settings in the paper's order first, then the rest by script and tag; shorter runs first."""
+    index = TABLE1.index(method.table1) if method.table1 else len(TABLE1)
+    return index, method.script, method.tag, method.total_timesteps
 
 
 def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -186,15 +169,24 @@ def mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def bootstrap_ci(x: np.ndarray, statistic, resamples: int, seed: int) -> tuple[float, float]:
-    """95% bootstrap confidence interval of statistic(x) over resampled runs; NaN with fewer than 2 runs."""
-    x = np.asarray(x, dtype=float)
-    if len(x) < 2:
+def stratified_ci(strata: list[np.ndarray], statistic, resamples: int, seed: int) -> tuple[float, float]:
+    """95% percentile bootstrap interval of statistic(all runs), resampling the runs (seeds) within each stratum
+    (task) independently: scipy.stats.bootstrap with one sample per task, unpaired. A task with one run is fixed."""
+    pooled = np.concatenate(strata)
+    if np.ptp(pooled) == 0:  # every resample gives the same value
+        return float(pooled[0]), float(pooled[0])
+    varying = [np.asarray(s, float) for s in strata if len(s) > 1]
+    fixed = np.concatenate([s for s in strata if len(s) <= 1] + [np.zeros(0)])
+    if not varying:
         return float("nan"), float("nan")
-    if np.ptp(x) == 0:  # every resample gives the same value
-        return float(x[0]), float(x[0])
-    result = scipy.stats.bootstrap((x,), statistic, n_resamples=resamples, confidence_level=0.95,
-                                   method="percentile", vectorized=True, rng=np.random.default_rng(seed))  # fmt: skip
+
+    def pooled_statistic(*samples, axis=-1):
+        samples = [np.moveaxis(s, axis, -1) for s in samples]
+        constant = np.broadcast_to(fixed, samples[0].shape[:-1] + fixed.shape)
+        return statistic(np.concatenate([*samples, constant], axis=-1), axis=-1)
+
+    result = scipy.stats.bootstrap(tuple(varying), pooled_statistic, n_resamples=resamples, paired=False,
+                                   vectorized=True, method="percentile", rng=np.random.default_rng(seed))  # fmt: skip
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -205,204 +197,205 @@ def load_random_returns(path: str) -> dict[str, float]:
         return {env_id: entry["mean"] for env_id, entry in json.load(f)["returns"].items()}
 
 
-def summarize(runs: list[RunData], random_returns: dict[str, float], resamples: int, seed: int) -> dict:
-    """Every number of the report: per task, per method; normalized scores and their aggregates."""
-    summary = {"tasks": {}, "normalized": {}, "notes": []}
-    normalized = {}  # method -> [normalized score of each run]
-    per_task_normalized = {}  # method -> {env_id: mean normalized score over seeds}
-    for env_id in sorted({r.env_id for r in runs}):
-        task_runs = [r for r in runs if r.env_id == env_id]
+def summarize(rows: list[dict], random_returns: dict[str, float], resamples: int, seed: int) -> dict:
+    """Every number of the report: returns per task and method; Table 1 per script and length; provenance."""
+    tasks = {}
+    for env_id in sorted({r["env_id"] for r in rows}):
         methods = {}
-        for method in sorted({r.method for r in task_runs}, key=method_order):
-            scores = [r.score for r in sorted(task_runs, key=lambda r: r.seed) if r.method == method]
-            methods[method] = {
-                "seeds": len(scores),
-                "scores": scores,
-                "mean": float(np.mean(scores)),
-                "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else None,  # sample std over seeds
-                "episodes": float(np.mean([len(r.returns) for r in task_runs if r.method == method])),
-            }
-        best = max(methods, key=lambda m: methods[m]["mean"])
-        task = {"methods": methods, "best": best, "random": random_returns.get(env_id)}
-        summary["tasks"][env_id] = task
+        for method in sorted({r["method"] for r in rows if r["env_id"] == env_id}, key=method_order):
+            runs = sorted((r for r in rows if r["env_id"] == env_id and r["method"] == method), key=lambda r: r["seed"])
+            scores = [r["score"] for r in runs]
+            methods[method] = {"n": len(scores), "seeds": [r["seed"] for r in runs], "scores": scores,
+                               "mean": float(np.mean(scores)),
+                               "std": float(np.std(scores, ddof=1)) if len(scores) > 1 else None}  # fmt: skip
+        tasks[env_id] = methods
 
-        # Table 1's normalization: random policy 0, the best method's mean 1
-        low, high = random_returns.get(env_id), methods[best]["mean"]
-        if low is None:
-            measure = f"python -m benchmark.report --measure-random --env-ids {env_id}"
-            summary["notes"].append(f"{env_id}: no random-policy return in the random returns file, so not normalized"
-                                    f" ({measure})")  # fmt: skip
-            continue
-        if high <= low:
-            summary["notes"].append(f"{env_id}: no method beats the random policy ({low:.1f}), so not normalized")
-            continue
-        for run in task_runs:
-            normalized.setdefault(run.method, []).append((run.score - low) / (high - low))
-        for method, stats in methods.items():
-            per_task_normalized.setdefault(method, {})[env_id] = (stats["mean"] - low) / (high - low)
+    tables1, notes = [], []
+    for length in sorted({m.total_timesteps for m in {r["method"] for r in rows} if m.table1}):
+        settings = sorted({r["method"] for r in rows if r["method"].table1 and r["method"].total_timesteps == length},
+                          key=method_order)  # fmt: skip
+        reference, per_setting = {}, {m: {} for m in settings}  # env_id -> (random, best); method -> env_id -> scores
+        for env_id, methods in tasks.items():
+            present = [m for m in settings if m in methods]
+            if not present:
+                continue
+            low, high = random_returns.get(env_id), max(methods[m]["mean"] for m in present)
+            if low is None or high <= low:
+                why = "no random-policy return in the random returns file" if low is None else "none beats random"
+                notes.append(f"Table 1 at {steps_text(length)} steps: {env_id} left out ({why})")
+                continue
+            reference[env_id] = (low, high)
+            for m in present:
+                per_setting[m][env_id] = [(s - low) / (high - low) for s in methods[m]["scores"]]
+        rows1 = []
+        for m in settings:
+            strata = [np.array(v) for v in per_setting[m].values()]
+            if not strata:
+                continue
+            x = np.concatenate(strata)
+            rows1.append({"method": m, "setting": m.table1, "n": len(x), "tasks": len(strata), "mean": float(x.mean()),
+                          "mean_ci": stratified_ci(strata, mean, resamples, seed), "iqm": float(iqm(x)),
+                          "iqm_ci": stratified_ci(strata, iqm, resamples, seed),
+                          "per_task": {e: float(np.mean(v)) for e, v in per_setting[m].items()}})  # fmt: skip
+        if rows1:
+            tables1.append({"total_timesteps": length, "reference": reference, "rows": rows1,
+                            "settings": len(rows1)})  # fmt: skip
+    return {"tasks": tasks, "table1": tables1, "notes": notes + provenance_notes(rows)}
 
-    for method in sorted(normalized, key=method_order):
-        x = np.array(normalized[method])
-        setting = TABLE1_BY_TAG.get(method.partition(" ")[2])
-        summary["normalized"][method] = {
-            "runs": len(x),
-            "scores": x.tolist(),
-            "mean": float(np.mean(x)),
-            "mean_ci": bootstrap_ci(x, mean, resamples, seed),
-            "iqm": float(iqm(x)),
-            "iqm_ci": bootstrap_ci(x, iqm, resamples, seed),
-            "per_task": per_task_normalized[method],
-            "paper": setting.paper_score if setting else None,
-        }
-    return summary
+
+def provenance_notes(rows: list[dict]) -> list[str]:
+    """Which code made the runs: a note per script whose runs come from more than one version of it."""
+    notes = []
+    for script in sorted({r["script"] for r in rows}):
+        runs = [r for r in rows if r["script"] == script]
+        versions = {r["script_sha256"] for r in runs}
+        commits = sorted({r["commit"][:10] + ("+dirty" if r["dirty"] == "True" else "") for r in runs})
+        mixed_runs = sum(int(r["script_versions"]) > 1 for r in runs)
+        if len(versions) > 1 or mixed_runs:
+            notes.append(f"{script}: its {len(runs)} runs come from {len(versions)} versions of the script (sha256"
+                         f" {', '.join(sorted(v[:12] for v in versions))}; commits {', '.join(commits)}); {mixed_runs}"
+                         f" runs resumed under another version than they started")  # fmt: skip
+        else:
+            notes.append(f"{script}: all {len(runs)} runs from one version of the script (sha256"
+                         f" {next(iter(versions))[:12]}; commits {', '.join(commits)})")  # fmt: skip
+    return notes
 
 
 def fmt(x: Optional[float], digits: int = 1) -> str:
     return "–" if x is None or np.isnan(x) else f"{x:.{digits}f}"
 
 
-def markdown(summary: dict, results_dir: str, notes: list[str], plots: list[str]) -> str:
-    """report.md: the normalized scores first (Table 1), then the returns per task (Figure 3), then the plots."""
-    made = f"Made {time.strftime('%Y-%m-%d %H:%M')} by `python -m benchmark.report`."
-    lines = [f"# Benchmark report: {results_dir}", "",
-             f"{made} Score of a run: the mean return of its last 100 episodes (§6.1).", ""]  # fmt: skip
-    if summary["normalized"]:
-        lines += ["## Normalized score (Table 1)", "",
-                  "Per task, the uniform-random policy is 0 and the best method here (mean over seeds) is 1; mean and"
-                  " IQM over all runs of a method, each with its 95% bootstrap confidence interval over runs.", "",
-                  "| method | Table 1 setting | runs | mean | 95% CI | IQM | 95% CI | paper |",
+def scale_text(rows: list[dict], summary_rows: list[dict], length: int) -> str:
+    """ "7 tasks x 3 seeds x 1M steps" for a Table 1."""
+    tasks = max(r["tasks"] for r in summary_rows)
+    seeds = sorted({r["n"] // max(r["tasks"], 1) for r in summary_rows})
+    seed_text = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
+    return f"{tasks} tasks x {seed_text} seeds x {steps_text(length)} steps"
+
+
+def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> str:
+    """report.md: Table 1 first, then the returns per task (Figure 3), the plots, and the notes on provenance."""
+    made = f"Made {time.strftime('%Y-%m-%d %H:%M')} by `python -m benchmark.report {source}`."
+    lines = [f"# Benchmark report: {source}", "", f"{made} Score of a run: the mean return of its last 100 episodes"
+             f" (§6.1). {len(rows)} runs.", ""]  # fmt: skip
+    for table in summary["table1"]:
+        length = table["total_timesteps"]
+        lines += [f"## Table 1: {scale_text(rows, table['rows'], length)}", "",
+                  f"Per task, the uniform-random policy is 0 and the best of the {table['settings']} Table 1 settings"
+                  " here (mean over seeds) is 1. Mean and IQM over each setting's n runs, with 95% bootstrap intervals"
+                  " stratified by task (seeds resampled within each task).", "",
+                  "| objective | setting | n | mean | 95% CI | IQM | 95% CI | paper |",
                   "|-|-|-|-|-|-|-|-|"]  # fmt: skip
-        for method, s in summary["normalized"].items():
-            setting = TABLE1_BY_TAG.get(method.partition(" ")[2])
-            label = f"{setting.group}{', ' + setting.setting if setting.setting else ''}" if setting else ""
-            lines.append(f"| {method} | {label} | {s['runs']} | {fmt(s['mean'], 2)} |"
-                         f" [{fmt(s['mean_ci'][0], 2)}, {fmt(s['mean_ci'][1], 2)}] | {fmt(s['iqm'], 2)} |"
-                         f" [{fmt(s['iqm_ci'][0], 2)}, {fmt(s['iqm_ci'][1], 2)}] | {fmt(s['paper'], 2)} |")  # fmt: skip
-        tasks = [e for e in summary["tasks"] if any(e in s["per_task"] for s in summary["normalized"].values())]
-        lines += ["", "Per task (mean over seeds), with the returns that map to 0 and 1:", "",
-                  "| method | " + " | ".join(tasks) + " |", "|-|" + "-|" * len(tasks)]  # fmt: skip
-        for method, s in summary["normalized"].items():
-            lines.append(f"| {method} | " + " | ".join(fmt(s["per_task"].get(e), 2) for e in tasks) + " |")
-        lines.append("| *0: random policy* | " + " | ".join(fmt(summary["tasks"][e]["random"]) for e in tasks) + " |")
-        best = [summary["tasks"][e]["methods"][summary["tasks"][e]["best"]]["mean"] for e in tasks]
-        lines.append("| *1: best method* | " + " | ".join(fmt(b) for b in best) + " |")
+        for r in table["rows"]:
+            s = r["setting"]
+            lines.append(f"| {s.group} | {s.setting} | {r['n']} | {fmt(r['mean'], 2)} | [{fmt(r['mean_ci'][0], 2)},"
+                         f" {fmt(r['mean_ci'][1], 2)}] | {fmt(r['iqm'], 2)} | [{fmt(r['iqm_ci'][0], 2)},"
+                         f" {fmt(r['iqm_ci'][1], 2)}] | {fmt(s.paper_score, 2)} |")  # fmt: skip
+        envs = list(table["reference"])
+        lines += ["", "Per task (mean normalized score over seeds), with the returns that map to 0 and 1:", "",
+                  "| setting | " + " | ".join(envs) + " |", "|-|" + "-|" * len(envs)]  # fmt: skip
+        for r in table["rows"]:
+            label = f"{r['setting'].group}{', ' + r['setting'].setting if r['setting'].setting else ''}"
+            lines.append(f"| {label} | " + " | ".join(fmt(r["per_task"].get(e), 2) for e in envs) + " |")
+        lines.append("| *0: random policy* | " + " | ".join(fmt(table["reference"][e][0]) for e in envs) + " |")
+        lines.append("| *1: best setting* | " + " | ".join(fmt(table["reference"][e][1]) for e in envs) + " |")
         lines.append("")
 
-    lines += ["## Returns per task (Figure 3)", "", "Mean ± std (sample std, over seeds) of the last-100-episode"
-              " return; reference rows in italics.", ""]  # fmt: skip
-    for env_id, task in summary["tasks"].items():
-        lines += [f"### {env_id}", "", "| method | seeds | last-100 return | episodes per run |", "|-|-|-|-|"]
-        for method, s in task["methods"].items():
+    lines += ["## Returns per task (Figure 3)", "", "Mean ± sample std over seeds of the last-100-episode return, n"
+              " seeds; the paper's and baselines' figures in italics.", ""]  # fmt: skip
+    for env_id, methods in summary["tasks"].items():
+        lines += [f"### {env_id}", "", "| method | steps | n | last-100 return |", "|-|-|-|-|"]
+        for method, s in methods.items():
             spread = f" ± {fmt(s['std'])}" if s["std"] is not None else ""
-            lines.append(f"| {method} | {s['seeds']} | {fmt(s['mean'])}{spread} | {s['episodes']:.0f} |")
-        for source, value in REFERENCE.get(task_name(env_id), {}).items():
-            lines.append(f"| *{source}* | | *{value}* | |")
-        if task["random"] is not None:
-            lines.append(f"| *uniform random policy* | | *{fmt(task['random'])}* | |")
+            lines.append(
+                f"| {method.label} | {steps_text(method.total_timesteps)} | {s['n']} | {fmt(s['mean'])}{spread} |"
+            )
+        for source_name, value in REFERENCE.get(task_name(env_id), {}).items():
+            lines.append(f"| *{source_name}* | | | *{value}* |")
         lines.append("")
-
     if plots:
         lines += ["## Plots", ""] + [f"![{os.path.splitext(p)[0]}]({p})" for p in plots] + [""]
-    if notes or summary["notes"]:
-        lines += ["## Notes", ""] + [f"- {n}" for n in summary["notes"] + notes] + [""]
+    lines += ["## Provenance and notes", ""] + [f"- {n}" for n in summary["notes"]] + [""]
     return "\n".join(lines)
 
 
-def trailing_mean(x: np.ndarray, window: int) -> np.ndarray:
-    """y[i] = mean of x[max(0, i - window + 1) : i + 1]."""
-    sums = np.concatenate([[0.0], np.cumsum(x)])
-    i = np.arange(1, len(x) + 1)
-    start = np.maximum(0, i - window)
-    return (sums[i] - sums[start]) / (i - start)
-
-
-def plot_curves(runs: list[RunData], env_id: str, path: str, window: int, points: int, references: bool = True):
-    """Learning curves on one task: per method, the mean over seeds and a 95% t-interval band."""
-    task_runs = [r for r in runs if r.env_id == env_id]
-    grid = np.linspace(min(r.steps[0] for r in task_runs), max(r.steps[-1] for r in task_runs), points)
-    methods = sorted({r.method for r in task_runs}, key=method_order)
-    colors = plt.get_cmap("tab10" if len(methods) <= 10 else "tab20").colors
-    fig, ax = plt.subplots(figsize=(7 if len(methods) <= 4 else 10, 4.5))
-    for color, method in zip(colors * 2, methods):
-        # (seeds, points): each seed's smoothed return; NaN before its first episode; after its last one, a finished
-        # run keeps its last value (no episode ended in its final steps), an unfinished one has NaN
-        curves = np.array([np.interp(grid, r.steps, y := trailing_mean(r.returns, window), left=np.nan,
-                                     right=y[-1] if r.finished else np.nan)
-                           for r in task_runs if r.method == method])  # fmt: skip
-        n = np.sum(~np.isnan(curves), axis=0)
-        with warnings.catch_warnings():  # grid points with no seed, or one, have no mean or no band
-            warnings.simplefilter("ignore", RuntimeWarning)
-            center = np.nanmean(curves, axis=0)
-            half = scipy.stats.t.ppf(0.975, n - 1) * np.nanstd(curves, axis=0, ddof=1) / np.sqrt(n)
-        ax.plot(grid, center, color=color, label=f"{method} ({len(curves)} seed{'s' if len(curves) != 1 else ''})")
-        ax.fill_between(grid, center - half, center + half, color=color, alpha=0.2, linewidth=0)
-    reference = REFERENCE.get(task_name(env_id), {}) if references else {}
-    for source, value in list(reference.items())[:1]:  # the paper's figure
-        ax.axhline(value, color="gray", linestyle="--", linewidth=1, label=source)
-    ax.set_title(env_id)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"episodic return (mean of last {window} episodes)")
-    ax.grid(alpha=0.3)
-    if len(methods) > 4:  # beside the plot, not over the curves
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    else:
-        ax.legend(fontsize=8)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-
-
-def plot_normalized(summary: dict, path: str) -> None:
-    """Normalized scores as bars grouped like Table 1 (no clipping, clipping, adaptive KL, fixed KL, then the rest),
-    with bootstrap 95% CIs and the paper's scores as black ticks."""
-    groups = {}
-    for method, s in summary["normalized"].items():
-        setting = TABLE1_BY_TAG.get(method.partition(" ")[2])
-        group = setting.group if setting else "other methods"
-        label = (setting.setting or "L^CPI") if setting else method
-        if setting and method.partition(" ")[0] != "ppo_continuous":
-            label = f"{method.partition(' ')[0]}\n{label}"
-        groups.setdefault(group, []).append((label, s))
-    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(summary["normalized"]) + 2), 4.5))
-    x, ticks, labels = 0.0, [], []
-    for g, (group, bars) in enumerate(groups.items()):
-        color = f"C{g}"
-        start = x
-        for label, s in bars:
-            ci = np.array(s["mean_ci"])
-            err = None if np.isnan(ci).any() else [[s["mean"] - ci[0]], [ci[1] - s["mean"]]]
-            ax.bar(x, s["mean"], width=0.8, color=color, yerr=err, capsize=3)
-            if s["paper"] is not None:
-                ax.plot([x - 0.4, x + 0.4], [s["paper"]] * 2, color="black", linewidth=2)
-            ticks.append(x)
-            labels.append(label)
-            x += 1
-        ax.text((start + x - 1) / 2, -0.2, group, ha="center", va="top", transform=ax.get_xaxis_transform())
-        x += 0.6
-    ax.plot([], [], color="black", linewidth=2, label="paper, Table 1")
-    ax.axhline(0, color="gray", linewidth=0.8)
-    ax.set_xticks(ticks, labels, fontsize=8, rotation=30, ha="right", rotation_mode="anchor")
-    ax.set_ylabel("normalized score (random 0, best 1)")
-    ax.set_title("Average normalized score over tasks x seeds, 95% bootstrap CI")
-    ax.legend(fontsize=8)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-
-
-def plot_aggregate(summary: dict, path: str) -> None:
-    """Mean and IQM of the normalized scores per method, each with its 95% bootstrap CI."""
-    methods = list(summary["normalized"])
-    fig, axes = plt.subplots(1, 2, figsize=(9, 0.4 * len(methods) + 1.5), sharey=True)
-    y = np.arange(len(methods))[::-1]
-    for ax, key, title in ((axes[0], "mean", "mean"), (axes[1], "iqm", "IQM")):
-        values = np.array([summary["normalized"][m][key] for m in methods])
-        cis = np.array([summary["normalized"][m][f"{key}_ci"] for m in methods])
-        err = np.nan_to_num(np.abs(cis.T - values))
-        ax.errorbar(values, y, xerr=err, fmt="o", capsize=3)
-        ax.set_title(f"{title} normalized score, 95% CI")
-        ax.grid(alpha=0.3, axis="x")
-    axes[0].set_yticks(y, methods, fontsize=8)
+def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, references: bool) -> None:
+    """The paper's Figure 3 layout: a panel per task, a line per method (mean over seeds of the smoothed return), each
+    seed thin in the same color."""
+    env_ids = list(summary["tasks"])
+    methods = sorted({r["method"] for r in rows}, key=method_order)
+    lengths = {m.total_timesteps for m in methods}
+    colors = dict(zip(methods, plt.get_cmap("tab10" if len(methods) <= 10 else "tab20").colors * 2))
+    columns = min(4, len(env_ids) + 1)
+    panels = -(-(len(env_ids) + 1) // columns)  # one spare panel holds the legend
+    fig, axes = plt.subplots(panels, columns, figsize=(4 * columns, 3.2 * panels), squeeze=False)
+    axes = axes.ravel()
+    for ax, env_id in zip(axes, env_ids):
+        for method in methods:
+            runs = [r for r in rows if r["env_id"] == env_id and r["method"] == method and r["name"] in curves]
+            if not runs:
+                continue
+            label = method.label if len(lengths) == 1 else f"{method.label}, {steps_text(method.total_timesteps)}"
+            for r in runs:
+                ax.plot(*curves[r["name"]], color=colors[method], linewidth=0.6, alpha=0.35)
+            # the mean over seeds where every seed has a point (they share the step grid when they share a length)
+            common = sorted(set.intersection(*(set(curves[r["name"]][0].tolist()) for r in runs)))
+            mean_curve = [np.mean([curves[r["name"]][1][curves[r["name"]][0] == s][0] for r in runs]) for s in common]
+            ax.plot(common, mean_curve, color=colors[method], linewidth=1.8, label=f"{label} (n={len(runs)})")
+        reference = REFERENCE.get(task_name(env_id), {}) if references else {}
+        for name, value in list(reference.items())[:1]:  # the paper's figure
+            ax.axhline(value, color="gray", linestyle="--", linewidth=1, label=name)
+        ax.set_title(env_id, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+        ax.xaxis.get_offset_text().set_fontsize(7)
+    handles = {}
+    for ax in axes[: len(env_ids)]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label.split(" (n=")[0], handle)
+    legend_ax = axes[len(env_ids)]
+    legend_ax.axis("off")
+    legend_ax.legend(list(handles.values()), list(handles), loc="center", fontsize=8, frameon=False)
+    for ax in axes[len(env_ids) + 1 :]:
+        ax.axis("off")
+    fig.supxlabel("environment steps")
+    fig.supylabel("episodic return (mean of the last 100 episodes)")
+    fig.suptitle("Learning curves: mean over seeds (thick), each seed (thin)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_table1(table: dict, rows: list[dict], path: str) -> None:
+    """Table 1 as bars grouped by objective: ours (95% stratified bootstrap interval) beside the paper's score."""
+    fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(table["rows"]) + 2), 4.5))
+    x, ticks, labels, groups = 0.0, [], [], {}
+    for r in table["rows"]:
+        groups.setdefault(r["setting"].group, []).append(r)
+    for g, (group, members) in enumerate(groups.items()):
+        start = x
+        for r in members:
+            err = (
+                None if np.isnan(r["mean_ci"]).any() else [[r["mean"] - r["mean_ci"][0]], [r["mean_ci"][1] - r["mean"]]]
+            )
+            ax.bar(x - 0.2, r["mean"], width=0.4, color=f"C{g}", yerr=err, capsize=3)
+            ax.bar(x + 0.2, r["setting"].paper_score, width=0.4, color=f"C{g}", alpha=0.35, hatch="//")
+            ticks.append(x)
+            labels.append(r["setting"].setting or "L^CPI")
+            x += 1
+        ax.text(
+            (start + x - 1) / 2, -0.22, group, ha="center", va="top", transform=ax.get_xaxis_transform(), fontsize=9
+        )
+        x += 0.5
+    n = sorted({r["n"] for r in table["rows"]})
+    legend = [Patch(color="gray", label=f"ours: mean of n = {'-'.join(map(str, n))} runs, 95% CI stratified by task"),
+              Patch(facecolor="gray", alpha=0.35, hatch="//", label="paper, Table 1")]  # fmt: skip
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(ticks, labels, fontsize=8, rotation=25, ha="right", rotation_mode="anchor")
+    ax.set_ylabel("average normalized score (random 0, best 1)")
+    ax.set_title(f"Table 1: {scale_text(rows, table['rows'], table['total_timesteps'])}")
+    ax.legend(handles=legend, fontsize=8)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -456,28 +449,30 @@ def main(args: Args) -> None:
         print(f"written: {args.random_returns}")
         return
 
-    runs, notes = load_runs(args.results_dir, args.match, args.unfinished)
-    if not runs:
-        print(f"error: no runs with episodes in {args.results_dir} (matching {args.match!r})")
-        raise SystemExit(2)
-    out = args.out or os.path.join(args.results_dir, "report")
+    path = os.path.join(args.table, "results.csv") if os.path.isdir(args.table) else args.table
+    if not os.path.isfile(path):
+        fail(f"{path}: no such results table (benchmark/run.py writes benchmark/results/{{grid}}.csv)")
+    try:
+        rows, curves = read_table(path)
+    except (KeyError, ValueError) as e:
+        fail(f"{path}: not a results table of benchmark/run.py ({type(e).__name__}: {e})")
+    if not rows:
+        fail(f"{path}: no finished runs")
+    out = args.out or path[: -len(".csv")]
     os.makedirs(out, exist_ok=True)
-    summary = summarize(runs, load_random_returns(args.random_returns), args.resamples, args.seed)
-
+    summary = summarize(rows, load_random_returns(args.random_returns), args.resamples, args.seed)
     plots = []
-    if summary["normalized"]:
-        plot_normalized(summary, os.path.join(out, "normalized_scores.png"))
-        plot_aggregate(summary, os.path.join(out, "aggregate.png"))
-        plots += ["normalized_scores.png", "aggregate.png"]
-    for env_id in summary["tasks"]:
-        name = f"curves_{env_id.replace('/', '_')}.png"
-        plot_curves(runs, env_id, os.path.join(out, name), args.smooth, args.grid_points, args.reference_lines)
+    for table in summary["table1"]:
+        name = "table1.png" if len(summary["table1"]) == 1 else f"table1_{steps_text(table['total_timesteps'])}.png"
+        plot_table1(table, rows, os.path.join(out, name))
         plots.append(name)
-
-    write_text(os.path.join(out, "summary.json"), json.dumps(summary, indent=1) + "\n")
-    write_text(os.path.join(out, "report.md"), markdown(summary, args.results_dir, notes, plots))
-    print(f"{len(runs)} runs on {len(summary['tasks'])} tasks; {len(notes)} folders left out")
-    print(f"written: {os.path.join(out, 'report.md')}, summary.json and {len(plots)} plots")
+    if curves:
+        plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines)
+        plots.append("figure3.png")
+    source = os.path.relpath(path, ROOT) if path.startswith(ROOT) else path
+    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots))
+    print(f"{len(rows)} runs on {len(summary['tasks'])} tasks; written: {os.path.join(out, 'report.md')} and"
+          f" {len(plots)} plots")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,34 +1,56 @@
 """Run a grid of training runs, scripts x tasks x seeds x flag variants, each in its own process, here or on Ray.
 
+    python -m benchmark.run --preset table1 --dry-run          # the 231 runs of Table 1, those done, the time left
     python -m benchmark.run --preset table1                    # Table 1: 11 objectives x 7 tasks x 3 seeds, 1M steps
     python -m benchmark.run --preset figure3 --env-ids Hopper-v4 --seeds 1 2 --total-timesteps 300000
     python -m benchmark.run --scripts my_ppo.py --env-ids Hopper-v4 Walker2d-v4 --seeds 1 2 \\
         --variants "" "--objective kl-adaptive --kl-target 0.01"
-    python -m benchmark.run --preset smoke --backend ray       # on Ray: pip install -r requirements-ray.txt
+    python -m benchmark.run --preset smoke --backend ray --address HEAD:6379   # pip install -r requirements-ray.txt
 
 Any script that follows the project's CLI works (--env-id, --seed, --total-timesteps, --save-model, --resume, and a
-runs/*/episodes.csv), a copy of your own included. Each run has a folder RESULTS_DIR/{script}__{env_id}__{tag}__{seed}/
-with spec.json (what it runs), log.txt (all its output), runs/ (the script runs in this folder, with --save-model), and
-at the end result.json (finished) or error.json (failed: the exit code and the log's tail). JSON files are written to
-a temporary name and renamed, so an interruption never leaves half a file.
+runs/*/episodes.csv), a copy of your own included.
+
+A run is its script, task, seed, total timesteps and flags: runs that differ in any of them get different folders,
+RESULTS_DIR/{script}__{env_id}__{tag}__{total timesteps}__{seed}__{hash of the flags}/, holding spec.json (what it
+runs), log.txt (all its output), attempts.jsonl (one line per start: host, commit, exit code, seconds), runs/ (the
+script's own folder, with --save-model) and at the end result.json (finished, with its provenance) or error.json.
+
+A lock in each run folder keeps one process per run: a run held by a live process (another runner's, or a training
+process that outlived its runner) is skipped and said so; a lock left by a dead one is taken over. The training
+process holds the lock with its runner and gets SIGTERM when its runner dies (it saves a checkpoint and stops), so
+killing a runner or a Ray worker leaves no training behind.
 
 Run the same command again and it carries on: finished runs are skipped, unfinished ones resume from their last
-checkpoint with --resume, failed ones are tried again. Ctrl-C (or SIGTERM) asks each running script to save a
-checkpoint and stop. Exit code: 0 when every run finished, 1 when some failed, 2 for bad input, 130 when interrupted.
-Then `python -m benchmark.report RESULTS_DIR` makes the tables and plots.
+checkpoint with --resume, failed ones are tried again; within one call a failed run is retried --retries times.
+Ctrl-C (or SIGTERM) asks each running script to save a checkpoint and stop. Exit code: 0 when no run failed, 1 when
+some failed, 2 for bad input, 130 when interrupted.
+
+Each finished run becomes a row of the grid's results table, benchmark/results/{grid}.csv (score, episodes, flags,
+provenance), and about 100 points of its learning curve in benchmark/results/{grid}_curves.csv; both are meant to be
+committed. `python -m benchmark.report benchmark/results/{grid}.csv` makes the tables and plots from them alone.
 """
 
+import contextlib
+import csv
+import ctypes
+import fcntl
 import glob
+import hashlib
+import importlib.metadata
 import importlib.util
+import io
 import json
 import os
+import platform
 import re
 import shlex
 import signal
+import socket
+import statistics
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from typing import Literal, Optional
 
@@ -37,14 +59,22 @@ import tyro
 from benchmark.presets import PRESETS, Method
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_TABLES = os.path.join(ROOT, "benchmark", "results")
+# Columns of a grid's results table, one row per finished run
+COLUMNS = ["name", "script", "tag", "label", "flags", "env_id", "seed", "total_timesteps", "score", "episodes",
+           "commit", "dirty", "script_sha256", "script_versions", "wall_s", "sps", "attempts", "finished_at", "host",
+           "cpu", "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy", "args"]  # fmt: skip
+CURVE_COLUMNS = ["name", "step", "return_last100"]
+PACKAGES = ["torch", "gymnasium", "mujoco", "ale-py", "numpy"]
+CURVE_POINTS = 100
 
 
 @dataclass
 class Args:
-    preset: Optional[Literal["table1", "figure3", "atari", "smoke"]] = None
+    preset: Optional[str] = None
     """a grid of the paper (benchmark/presets.py): table1 (the 11 objectives of Table 1 x 7 MuJoCo tasks x 3 seeds),
-    figure3 (PPO, TRPO, vanilla PG x 7 tasks x 3 seeds), atari (ppo_atari.py on Table 6 games, 10M steps), smoke (2
-    runs of seconds). --scripts, --env-ids, --seeds and --total-timesteps scale it down"""
+    figure3 (PPO, TRPO, vanilla PG, A2C x 7 tasks x 3 seeds), atari (ppo_atari.py on Table 6 games, 10M steps),
+    smoke (2 runs of seconds). --scripts, --tags, --env-ids, --seeds and --total-timesteps scale it down"""
     scripts: Optional[list[str]] = None
     """training scripts: paths, or names of the repo's top-level scripts (default ppo_continuous.py). With a preset:
     the subset of its scripts to run; a script it does not name (your fork) runs the settings of its first script"""
@@ -58,32 +88,43 @@ class Args:
     """flag sets to compare, each one a method, e.g. "" "--objective kl-adaptive --kl-target 0.01" ("" is the
     script's defaults). Not with a preset, which has its own"""
     tags: Optional[list[str]] = None
-    """names of the --variants in folder names and reports, one each; made from the flags when not given"""
+    """names of the --variants in folder names and reports, one each (made from the flags when not given); with a
+    preset, the subset of its methods to run, e.g. --tags clip-0.2 none"""
     extra: str = ""
     """flags for every run, after the variant's, e.g. "--num-steps 512"; they become part of every tag"""
+    grid: Optional[str] = None
+    """name of the results table, benchmark/results/{grid}.csv (default: the preset's name; without a preset or
+    --grid, the table goes to RESULTS_DIR/results.csv, which is not committed)"""
     results_dir: str = os.path.join(ROOT, "benchmark", "out")
     """where each run gets its folder"""
+    tables_dir: str = RESULTS_TABLES
+    """where the results tables of named grids go"""
     backend: Literal["local", "ray"] = "local"
     """local: a pool of --jobs processes on this machine. ray: one Ray task per run, on --address"""
     jobs: int = os.cpu_count() or 1
     """runs at a time on the local backend, and the CPUs of the Ray instance started here; one per core, as each
     script uses one torch thread"""
+    retries: int = 2
+    """times a failed run (or one whose Ray worker died) is started again within one call, resuming from its
+    checkpoint where there is one. A run that exits with code 2 (bad flags) is not retried"""
     address: Optional[str] = None
     """the Ray cluster: "auto" for the one `ray start` runs on this machine, HOST:6379 or "ray://HOST:10001" for a
-    remote one (Ray's token authentication then wants RAY_AUTH_MODE=token and the cluster's token). Unset: start a
-    local Ray instance with --jobs CPUs. On several machines, --results-dir and the scripts must sit on a shared
-    filesystem at the same path on each, with the same Python environment"""
+    remote one. Unset: start a local Ray instance with --jobs CPUs. The repo reaches the workers through Ray (its
+    working_dir), so nodes need only the Python environment, not a copy of the repo or a shared filesystem"""
+    worker_dir: Optional[str] = None
+    """on the Ray backend: where each worker keeps its run folders (default: --results-dir, on that node's disk).
+    Finished runs come back to --results-dir on this machine in any case"""
     cpus_per_run: float = 1.0
     """CPUs that Ray reserves for each run"""
     gpus_per_run: float = 0.0
     """GPUs that Ray reserves for each run (e.g. 0.25 to share one GPU among four Atari runs)"""
     dry_run: bool = False
-    """print the grid (and what each run would do) and exit"""
+    """print the grid: each run's state and command, the runs done, and an estimate of the wall time left"""
 
 
 @dataclass(frozen=True)
 class Run:
-    """One training run of the grid: a script with flags on one task and seed."""
+    """One training run of the grid: a script with flags on one task and seed, and where it came from."""
 
     name: str
     script: str
@@ -93,6 +134,8 @@ class Run:
     env_id: str
     seed: int
     tag: str
+    label: str
+    """the algorithm's name in plots"""
     variant: str
     """the method's flags, then --extra's"""
     total_timesteps: Optional[int]
@@ -117,6 +160,15 @@ def tag_of(flags: str) -> str:
     return tag or "default"
 
 
+def run_name(script: str, env_id: str, tag: str, total_timesteps: Optional[int], seed: int, variant: str) -> str:
+    """The run's folder: readable fields, then a hash of its identity (script, task, seed, steps, flags), so that runs
+    that differ in any of them never share a folder, even under one tag."""
+    stem = os.path.splitext(os.path.basename(script))[0]
+    identity = json.dumps([stem, env_id, seed, total_timesteps, shlex.split(variant)])
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    return f"{stem}__{env_id}__{tag}__{total_timesteps or 'default'}__{seed}__{digest}"
+
+
 def resolve_script(script: str) -> Optional[str]:
     """A path as given (relative to the working directory), else a script at the top of the repo."""
     for candidate in (os.path.abspath(script), os.path.join(ROOT, script)):
@@ -126,7 +178,7 @@ def resolve_script(script: str) -> Optional[str]:
 
 
 def grid_methods(args: Args) -> list[Method]:
-    """The methods of the grid: a preset's, or --scripts x --variants."""
+    """The methods of the grid: a preset's (or the subset --tags names), or --scripts x --variants."""
     if args.preset is None:
         variants = args.variants if args.variants is not None else [""]
         if args.tags is not None and len(args.tags) != len(variants):
@@ -136,9 +188,17 @@ def grid_methods(args: Args) -> list[Method]:
             if not re.fullmatch(r"[A-Za-z0-9.+-]+(_[A-Za-z0-9.+-]+)*", tag):
                 fail(f"tag {tag!r}: use letters, digits, '.', '+', '-' and single '_'")
         return [Method(s, t, v) for s in args.scripts or ["ppo_continuous.py"] for t, v in zip(tags, variants)]
-    if args.variants is not None or args.tags is not None:
-        fail(f"--preset {args.preset} has its own variants; use --variants (and --tags) without a preset")
+    if args.preset not in PRESETS:
+        fail(f"unknown preset {args.preset!r}; the presets are {', '.join(PRESETS)}")
+    if args.variants is not None:
+        fail(f"--preset {args.preset} has its own variants; use --variants without a preset")
     methods = PRESETS[args.preset].methods
+    if args.tags is not None:
+        unknown = sorted(set(args.tags) - {m.tag for m in methods})
+        if unknown:
+            fail(f"--preset {args.preset} has no method tagged {unknown[0]!r}; its tags: "
+                 f"{' '.join(dict.fromkeys(m.tag for m in methods))}")  # fmt: skip
+        methods = [m for m in methods if m.tag in args.tags]
     if args.scripts is None:
         return methods
     first = methods[0].script
@@ -150,28 +210,123 @@ def grid_methods(args: Args) -> list[Method]:
     ]
 
 
+def known_env_id(env_id: str) -> bool:
+    """A gymnasium id (ALE's registered too), or an ALE game name such as `breakout` that ppo_atari.py takes."""
+    import gymnasium as gym
+
+    if ":" in env_id:  # module:Id registers itself when made; the script says so if it is wrong
+        return True
+    try:
+        import ale_py
+
+        gym.register_envs(ale_py)
+        roms = set(ale_py.roms.get_all_rom_ids())
+    except ImportError:
+        roms = set()
+    return env_id in gym.registry or env_id.lower().replace("-", "_") in roms
+
+
 def build_grid(args: Args) -> list[Run]:
-    """Every (method, task, seed) of the grid, in that order, as a Run with its folder name."""
-    preset = PRESETS[args.preset] if args.preset else None
+    """Every (seed, task, method) of the grid, in that order, as a Run with its folder name: seed by seed, so that a
+    long grid stopped part way has whole tables of fewer seeds rather than some methods and none of the rest."""
+    preset = PRESETS[args.preset] if args.preset in PRESETS else None
     env_ids = args.env_ids or (preset.env_ids if preset else ["Hopper-v4"])
     seeds = args.seeds or (preset.seeds if preset else [1, 2, 3])
     steps = args.total_timesteps or (preset.total_timesteps if preset else None)
-    runs = []
-    for method in grid_methods(args):
-        path = resolve_script(method.script)
-        if path is None and not args.dry_run:
+    runs, methods = [], grid_methods(args)
+    for method in methods:
+        if resolve_script(method.script) is None and not args.dry_run:
             fail(f"script {method.script} not found (looked in {os.getcwd()} and {ROOT})")
-        stem = os.path.splitext(os.path.basename(method.script))[0]
-        tag = method.tag if not args.extra else f"{method.tag}_{tag_of(args.extra)}"
-        variant = f"{method.flags} {args.extra}".strip()
+    for seed in seeds:
         for env_id in env_ids:
-            for seed in seeds:
-                name = f"{stem}__{env_id}__{tag}__{seed}"
-                runs.append(Run(name, method.script, path or method.script, env_id, seed, tag, variant, steps))
+            for method in methods:
+                tag = method.tag if not args.extra else f"{method.tag}_{tag_of(args.extra)}"
+                label = method.label if method.label and not args.extra else ""
+                variant = f"{method.flags} {args.extra}".strip()
+                name = run_name(method.script, env_id, tag, steps, seed, variant)
+                path = resolve_script(method.script) or method.script
+                runs.append(Run(name, method.script, path, env_id, seed, tag, label, variant, steps))
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
-        fail(f"two runs share a folder name: {sorted(n for n in names if names.count(n) > 1)[0]}")
+        fail(f"two runs of the grid are the same run: {sorted(n for n in names if names.count(n) > 1)[0]}")
     return runs
+
+
+def validate(args: Args) -> None:
+    """Bad input fails here, in a second, with one line."""
+    if args.jobs < 1 or args.retries < 0:
+        fail(f"--jobs must be at least 1 and --retries at least 0, got {args.jobs} and {args.retries}")
+    if args.total_timesteps is not None and args.total_timesteps < 1:
+        fail(f"--total-timesteps must be positive, got {args.total_timesteps}")
+    if args.grid is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.grid):
+        fail(f"--grid {args.grid!r}: use letters, digits, '.', '-' and '_'")
+    for env_id in args.env_ids or []:
+        if not known_env_id(env_id):
+            fail(f"--env-ids: unknown task {env_id!r} (not a gymnasium id nor an ALE game)")
+    if args.backend == "ray" and importlib.util.find_spec("ray") is None:
+        fail("--backend ray needs ray: pip install -r requirements-ray.txt")
+    if args.dry_run:
+        return
+    for flag, folder in (("--results-dir", args.results_dir), ("--tables-dir", args.tables_dir)):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, ".write-test"), "w"):
+                pass
+            os.remove(os.path.join(folder, ".write-test"))
+        except OSError as e:
+            fail(f"{flag} {folder}: cannot write there ({e.strerror or type(e).__name__})")
+
+
+# Provenance: which code, on which machine, with which packages
+
+
+def sha256_of(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def git_state() -> dict:
+    """The repo's commit and whether tracked files differ from it (untracked files do not count)."""
+
+    def git(*words: str) -> str:
+        return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+
+    try:
+        return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "-uno"))}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def machine_state() -> dict:
+    """Host, CPU model and the versions of the packages that decide a run's numbers (of this node)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    state = {"host": socket.gethostname(), "cpu": cpu, "python": platform.python_version()}
+    for package in PACKAGES:
+        try:
+            state[package.replace("-", "_")] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            state[package.replace("-", "_")] = None
+    return state
+
+
+def saved_args(checkpoint: Optional[str]) -> Optional[dict]:
+    """The flags a run actually used: the ones its checkpoint holds (on resume the scripts take the checkpoint's)."""
+    if checkpoint is None:
+        return None
+    try:
+        import torch
+
+        return dict(torch.load(checkpoint, weights_only=True, map_location="cpu")["args"])
+    except Exception:  # a script of your own may save something else, or nothing torch can read
+        return None
+
+
+# Files, locks and processes of one run
 
 
 def write_json(path: str, data: dict) -> None:
@@ -194,11 +349,44 @@ def latest_checkpoint(folder: str) -> Optional[str]:
     return max(paths, key=os.path.getmtime) if paths else None
 
 
-def last100(csv_path: str) -> tuple[Optional[float], int]:
-    """The paper's score (§6.1): the mean return of the last 100 episodes; and the number of episodes."""
+def read_episodes(csv_path: str) -> tuple[list[int], list[float]]:
+    """The global step at the end of each episode, and its return."""
     with open(csv_path) as f:
-        returns = [float(line.split(",")[1]) for line in f.read().splitlines()[1:] if line]
-    return (sum(returns[-100:]) / len(returns[-100:]) if returns else None), len(returns)
+        rows = [line.split(",") for line in f.read().splitlines()[1:] if line]
+    return [int(float(row[0])) for row in rows], [float(row[1]) for row in rows]
+
+
+def take_lock(folder: str) -> tuple[Optional[int], str]:
+    """An exclusive flock on folder/lock: (its fd, the note a dead holder left) or (None, the live holder's note).
+    The kernel drops a flock when the last process holding it ends, so a lock never outlives its holders."""
+    fd = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    note = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None, note or "another process"
+    return fd, note  # a note left behind means its writer died holding the lock
+
+
+def write_note(fd: int, note: str) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, note.encode(), 0)
+
+
+def die_with_parent(parent: int):
+    """preexec_fn: SIGTERM this child when the thread that started it dies (Linux's PR_SET_PDEATHSIG), so a killed
+    runner or Ray worker leaves no training process behind; the scripts save a checkpoint on SIGTERM."""
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None  # loaded before the fork
+
+    def set_signal() -> None:
+        if prctl is not None:
+            prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the line above took effect
+            os._exit(1)
+
+    return set_signal
 
 
 def interrupt(proc: subprocess.Popen) -> int:
@@ -212,8 +400,8 @@ def interrupt(proc: subprocess.Popen) -> int:
 
 
 def wait_for(proc: subprocess.Popen, stop_path: str) -> tuple[int, bool]:
-    """Wait for the script; stop it with a checkpoint when the file stop_path appears (the runner writes it when it is
-    interrupted: a file reaches a Ray task on another node too). Returns the exit code and whether it was stopped."""
+    """Wait for the script; stop it with a checkpoint when the file stop_path appears (the local runner writes it when
+    it is interrupted). Returns the exit code and whether it was stopped."""
     try:
         while True:
             try:
@@ -226,48 +414,66 @@ def wait_for(proc: subprocess.Popen, stop_path: str) -> tuple[int, bool]:
         raise
 
 
-def request_stop(runs: list[Run], results_dir: str) -> None:
-    """Ask every run of this invocation that is running or waiting its turn to stop: each gets a file named stop."""
-    for run in runs:
-        os.makedirs(os.path.join(results_dir, run.name), exist_ok=True)
-        open(os.path.join(results_dir, run.name, "stop"), "w").close()
-
-
-def run_one(run: Run, results_dir: str) -> dict:
+def run_one(run: Run, results_dir: str, code: dict, script_path: Optional[str] = None) -> dict:
     """Run (or resume, or skip) one run of the grid in its folder, and return what happened to it.
 
-    status: skipped (finished earlier), finished, failed, interrupted, or not started (stopped before its turn).
+    status: skipped (finished earlier), finished, failed, interrupted, not started (stopped before its turn), or busy
+    (another live process holds its lock). `code` is the driver's git state; `script_path` where the script lies here.
     """
     folder = os.path.join(results_dir, run.name)
-    result_path, error_path = os.path.join(folder, "result.json"), os.path.join(folder, "error.json")
+    result_path = os.path.join(folder, "result.json")
     if os.path.exists(result_path):  # finished: never rerun
         return {**read_json(result_path), "status": "skipped"}
     stop_path = os.path.join(folder, "stop")
     if os.path.exists(stop_path):  # the runner was interrupted before this run's turn came
         return {"name": run.name, "status": "not started"}
     os.makedirs(folder, exist_ok=True)
+    lock, note = take_lock(folder)
+    if lock is None:
+        return {"name": run.name, "status": "busy", "holder": note}
+    try:
+        if os.path.exists(result_path):  # it finished while we waited for the lock
+            return {**read_json(result_path), "status": "skipped"}
+        return run_locked(run, folder, code, script_path or run.script_path, lock, note)
+    finally:
+        write_note(lock, "")  # released cleanly: no note for the next holder
+        os.close(lock)
+
+
+def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, dead_holder: str) -> dict:
+    """run_one's work, with the run's lock held."""
     spec = {**asdict(run), "flags": run.flags()}
     write_json(os.path.join(folder, "spec.json"), spec)
     checkpoint = latest_checkpoint(folder)
-    flags = ["--resume", checkpoint] if checkpoint else run.flags()
-    command = [sys.executable, run.script_path, *flags]
-
+    command = [sys.executable, script_path, *(["--resume", checkpoint] if checkpoint else run.flags())]
+    machine, sha = machine_state(), sha256_of(script_path)
     log_path = os.path.join(folder, "log.txt")
     start = time.time()
     with open(log_path, "a") as log:
         offset = log.tell()
-        log.write(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(command)}\n")
+        if dead_holder:
+            log.write(f"== took over the lock of a dead process ({dead_holder})\n")
+        log.write(f"== {time.strftime('%Y-%m-%d %H:%M:%S')} on {machine['host']}: {shlex.join(command)}\n")
         log.flush()
         # A session of its own: a Ctrl-C on the terminal reaches only this runner, which passes one SIGINT on. Ray's
-        # workers block SIGINT, and a child inherits the mask: unblock it while starting the script
+        # workers block SIGINT, and a child inherits the mask: unblock it while starting the script. The child
+        # inherits the lock's fd, so the lock stays held for as long as the training runs, whatever happens to us
         blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT, signal.SIGTERM])
         try:
-            proc = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)  # fmt: skip
+            proc = subprocess.Popen(command, cwd=folder, stdout=log, stderr=subprocess.STDOUT, pass_fds=(lock,),
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                                    preexec_fn=die_with_parent(os.getpid()))  # fmt: skip
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        returncode, interrupted = wait_for(proc, stop_path)
+        write_note(lock, f"runner pid {os.getpid()}, training pid {proc.pid}, on {machine['host']} since "
+                         f"{time.strftime('%Y-%m-%d %H:%M:%S')}")  # fmt: skip
+        returncode, interrupted = wait_for(proc, stop_path=os.path.join(folder, "stop"))
     seconds = round(time.time() - start, 1)
+    attempt = {"started_at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)), "seconds": seconds,
+               "returncode": returncode, "resumed_from": checkpoint and os.path.relpath(checkpoint, folder),
+               "script": script_path, **code, "script_sha256": sha, **machine}  # fmt: skip
+    with open(os.path.join(folder, "attempts.jsonl"), "a") as f:
+        f.write(json.dumps(attempt) + "\n")
     with open(log_path) as f:
         f.seek(offset)
         output = f.read()
@@ -279,85 +485,231 @@ def run_one(run: Run, results_dir: str) -> dict:
         candidates = [os.path.dirname(p) for p in glob.glob(os.path.join(folder, "runs", "*", "episodes.csv"))]
         run_dir = max(candidates, key=os.path.getmtime) if candidates else None
     if returncode == 0 and run_dir is not None:
-        score, episodes = last100(os.path.join(run_dir, "episodes.csv"))
-        result = {**spec, "status": "finished", "run_dir": os.path.relpath(run_dir, folder), "last100": score,
-                  "episodes": episodes, "seconds": seconds, "sps": float(done[-1][0]) if done else None,
-                  "resumed": checkpoint is not None, "finished_at": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
-        write_json(result_path, result)
-        if os.path.exists(error_path):
-            os.remove(error_path)
+        with open(os.path.join(folder, "attempts.jsonl")) as f:
+            attempts = [json.loads(line) for line in f if line.strip()]
+        _, returns = read_episodes(os.path.join(run_dir, "episodes.csv"))
+        args = saved_args(os.path.join(run_dir, "checkpoint.pt"))
+        steps = (args or {}).get("total_timesteps") or run.total_timesteps
+        wall = round(sum(a["seconds"] for a in attempts), 1)
+        result = {
+            **spec, "status": "finished", "run_dir": os.path.relpath(run_dir, folder),
+            "last100": sum(returns[-100:]) / len(returns[-100:]) if returns else None, "episodes": len(returns),
+            "args": args, "total_timesteps_run": steps, "wall_s": wall, "attempts": len(attempts),
+            "sps": round(steps / wall, 1) if steps else None, "resumed": checkpoint is not None,
+            "script_versions": sorted({a["script_sha256"] for a in attempts}),
+            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **code, "script_sha256": sha, **machine,
+        }  # fmt: skip
+        write_json(os.path.join(folder, "result.json"), result)
+        if os.path.exists(os.path.join(folder, "error.json")):
+            os.remove(os.path.join(folder, "error.json"))
         return result
-    if interrupted:  # it saved a checkpoint; the next invocation resumes it
+    if interrupted or returncode in (128 + signal.SIGINT, 128 + signal.SIGTERM):  # a checkpoint was saved
         return {**spec, "status": "interrupted", "returncode": returncode}
     tail = output.splitlines()[-30:]
     error = {**spec, "status": "failed", "returncode": returncode, "seconds": seconds, "log": log_path,
              "log_tail": "\n".join(tail), "failed_at": time.strftime("%Y-%m-%d %H:%M:%S")}  # fmt: skip
     if returncode == 0:
         error["log_tail"] += "\n(exit code 0, but no runs/*/episodes.csv was written)"
-    write_json(error_path, error)
+    write_json(os.path.join(folder, "error.json"), error)
     return error
 
 
-def run_local(runs: list[Run], args: Args, on_outcome) -> None:
-    """A pool of --jobs threads, each waiting on one script's process."""
-    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_one, run, args.results_dir) for run in runs]
+# The Ray backend: the code travels with Ray, the results come back through it
+
+
+def folder_files(folder: str) -> dict[str, bytes]:
+    """Every file of a run folder by relative path, but its lock and stop files."""
+    files = {}
+    for base, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(base, name)
+            if name not in ("lock", "stop") and not name.endswith(".tmp"):
+                with open(path, "rb") as f:
+                    files[os.path.relpath(path, folder)] = f.read()
+    return files
+
+
+def put_files(folder: str, files: dict[str, bytes]) -> None:
+    """Write files into a run folder (each to a temporary name, then renamed), skipping those already identical."""
+    for relpath, data in files.items():
+        path = os.path.join(folder, relpath)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                if f.read() == data:
+                    continue
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+
+
+def ray_task(run: Run, script: str, worker_dir: str, code: dict, seed_files: dict[str, bytes]) -> dict:
+    """One run on a Ray worker, in the copy of the repo that Ray unpacked as its working directory. A checkpoint the
+    driver holds (seed_files) starts the run where the worker has none; everything the run wrote returns with it."""
+    folder = os.path.join(worker_dir, run.name)
+    os.makedirs(folder, exist_ok=True)
+    if seed_files and latest_checkpoint(folder) is None:
+        put_files(folder, seed_files)
+    script_path = os.path.join(os.getcwd(), script)
+    outcome = run_one(run, worker_dir, code, script_path)
+    files = folder_files(folder) if outcome["status"] != "busy" else {}
+    return {**outcome, "files": files, "worker": {"host": socket.gethostname(), "script_path": script_path}}
+
+
+class LocalPool:
+    """Runs in a pool of --jobs threads, each waiting on one script's process."""
+
+    def __init__(self, args: Args, code: dict):
+        self.args, self.code, self.pool, self.pending = args, code, ThreadPoolExecutor(args.jobs), {}
+
+    def submit(self, run: Run) -> None:
+        self.pending[self.pool.submit(run_one, run, self.args.results_dir, self.code)] = run
+
+    def next_outcome(self) -> tuple[Run, dict]:
+        done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
+        future = done.pop()
+        return self.pending.pop(future), future.result()
+
+    def stop(self) -> None:
+        request_stop(list(self.pending.values()), self.args.results_dir)
+        for future in self.pending:
+            future.cancel()
+        self.pool.shutdown(wait=True)  # the scripts save their checkpoints on the way out
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+
+
+class RayPool:
+    """One Ray task per run; each runs the script as a process on its node exactly as the local backend does, and
+    sends back the run's files, so the driver's results folder fills up with or without a shared filesystem."""
+
+    def __init__(self, args: Args, code: dict):
+        import logging
+
+        import ray
+
+        self.ray, self.args, self.code, self.pending = ray, args, code, {}
+        # The repo goes to every worker through Ray (working_dir: ROOT, minus what is large and not code)
+        runtime_env = {"working_dir": ROOT, "excludes": ["benchmark/out", "runs", "wandb", "*.pt"]}
+        options = dict(runtime_env=runtime_env, log_to_driver=False, logging_level=logging.WARNING)
         try:
-            for future in as_completed(futures):
-                on_outcome(future.result())
-        except KeyboardInterrupt:
-            print("\ninterrupted: the running scripts save a checkpoint and stop ...", flush=True)
-            request_stop(runs, args.results_dir)
-            for future in futures:
-                future.cancel()
-            raise  # the pool waits for the scripts on the way out
-
-
-def run_ray(runs: list[Run], args: Args, on_outcome) -> None:
-    """One Ray task per run; each task runs the script as a process on its node, exactly as the local backend does."""
-    import logging
-
-    import ray
-
-    if __name__ != "__main__":  # send run_one's code with the task, so that workers need not import this module
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    if args.address:
-        try:
-            ray.init(address=args.address, log_to_driver=False, logging_level=logging.WARNING)
+            if args.address:
+                ray.init(address=args.address, **options)
+            else:
+                ray.init(address="local", num_cpus=args.jobs, include_dashboard=False, **options)
         except (ConnectionError, RuntimeError, ValueError) as e:
-            fail(
-                f"--address {args.address}: cannot connect to Ray ({type(e).__name__}: {str(e).splitlines()[0][:200]})"
-            )
-    else:
-        ray.init(address="local", num_cpus=args.jobs, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING)  # fmt: skip
-    signal.signal(signal.SIGTERM, stop_on_sigterm)  # ray.init replaced it with one that exits at once
-    task = ray.remote(run_one).options(num_cpus=args.cpus_per_run, num_gpus=args.gpus_per_run, max_retries=0)
-    pending = {task.remote(run, args.results_dir): run for run in runs}
-    try:
-        while pending:
-            (ref,), _ = ray.wait(list(pending), num_returns=1)
-            run = pending.pop(ref)
-            try:
-                outcome = ray.get(ref)
-            except ray.exceptions.RayError as e:  # the worker or its node died: record it like a failed script
-                outcome = {**asdict(run), "flags": run.flags(), "status": "failed", "returncode": None,
-                           "log_tail": f"Ray: {type(e).__name__}: {str(e)[-2000:]}"}  # fmt: skip
-                os.makedirs(os.path.join(args.results_dir, run.name), exist_ok=True)
-                write_json(os.path.join(args.results_dir, run.name, "error.json"), outcome)
-            on_outcome(outcome)
-    except KeyboardInterrupt:
-        print("\ninterrupted: the running scripts save a checkpoint and stop ...", flush=True)
-        request_stop(list(pending.values()), args.results_dir)
-        ray.wait(list(pending), num_returns=len(pending), timeout=600)
-        raise
-    finally:
-        ray.shutdown()
+            fail(f"--address {args.address}: cannot start Ray ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+        signal.signal(signal.SIGTERM, stop_on_sigterm)  # ray.init replaced it with one that exits at once
+        from benchmark import (
+            run as this,
+        )  # by reference: the workers import it from working_dir, even when we are __main__
+
+        self.task = ray.remote(this.ray_task).options(num_cpus=args.cpus_per_run, num_gpus=args.gpus_per_run,
+                                                 max_retries=0)  # fmt: skip
+
+    def submit(self, run: Run) -> None:
+        folder = os.path.join(self.args.results_dir, run.name)
+        seed_files = folder_files(folder) if latest_checkpoint(folder) else {}
+        worker_dir = self.args.worker_dir or self.args.results_dir
+        script = os.path.relpath(run.script_path, ROOT)  # where the script lies in the repo, and so in working_dir
+        self.pending[self.task.remote(run, script, worker_dir, self.code, seed_files)] = run
+
+    def next_outcome(self) -> tuple[Run, dict]:
+        (ref,), _ = self.ray.wait(list(self.pending), num_returns=1)
+        run = self.pending.pop(ref)
+        try:
+            outcome = self.ray.get(ref)
+        except self.ray.exceptions.RayError as e:  # the worker or its node died: a failure, which may be retried
+            return run, {**asdict(run), "flags": run.flags(), "status": "failed", "returncode": None,
+                         "log_tail": f"Ray: {type(e).__name__}: {str(e)[-2000:]}"}  # fmt: skip
+        folder = os.path.join(self.args.results_dir, run.name)
+        os.makedirs(folder, exist_ok=True)
+        put_files(folder, outcome.pop("files"))
+        return run, outcome
+
+    def stop(self) -> None:
+        for ref in self.pending:  # a KeyboardInterrupt in the task: the script saves a checkpoint on the worker's disk
+            self.ray.cancel(ref)
+        self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=600)
+        self.close()
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def request_stop(runs: list[Run], results_dir: str) -> None:
+    """Ask every run that is running or waiting its turn to stop: each gets a file named stop."""
+    for run in runs:
+        os.makedirs(os.path.join(results_dir, run.name), exist_ok=True)
+        open(os.path.join(results_dir, run.name, "stop"), "w").close()
 
 
 def stop_on_sigterm(signum, frame) -> None:
     """SIGTERM stops the grid as Ctrl-C does: the running scripts save a checkpoint."""
     raise KeyboardInterrupt
+
+
+# The grid's results table: one row per finished run, and its learning curve
+
+
+def table_paths(args: Args) -> tuple[str, str]:
+    """The results table and its curves file: benchmark/results/{grid}.csv for a named grid, else in RESULTS_DIR."""
+    grid = args.grid or args.preset
+    base = os.path.join(args.tables_dir, grid) if grid else os.path.join(args.results_dir, "results")
+    return base + ".csv", base + "_curves.csv"
+
+
+def result_row(result: dict) -> dict:
+    """A finished run's result.json as a row of the results table."""
+    args = result.get("args")
+    row = {"score": result["last100"], "flags": result["variant"], "total_timesteps": result["total_timesteps_run"],
+           "script": os.path.basename(result["script"]), "args": json.dumps(args, sort_keys=True) if args else "",
+           "script_versions": len(result["script_versions"])}  # fmt: skip
+    return {column: row.get(column, result.get(column)) for column in COLUMNS}
+
+
+def curve_rows(name: str, steps: list[int], returns: list[float], total: int) -> list[dict]:
+    """About 100 points of a learning curve: at each hundredth of the run, the mean return of the last (up to) 100
+    episodes that ended by then, the paper's score as it stood at that step."""
+    rows, ended = [], 0
+    for k in range(1, CURVE_POINTS + 1):
+        step = round(k * total / CURVE_POINTS)
+        while ended < len(steps) and steps[ended] <= step:
+            ended += 1
+        if ended:
+            recent = returns[max(0, ended - 100) : ended]
+            rows.append({"name": name, "step": step, "return_last100": round(sum(recent) / len(recent), 4)})
+    return rows
+
+
+def upsert_rows(path: str, columns: list[str], rows: list[dict], names: set[str]) -> None:
+    """Replace the rows of `names` in a CSV by `rows` (add them where new), under a lock so two runners on one table
+    never lose each other's rows, and atomically so an interruption never leaves half a table."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        kept = []
+        if os.path.exists(path):
+            with open(path, newline="") as f:
+                kept = [row for row in csv.DictReader(f) if row["name"] not in names]
+        with open(path + ".tmp", "w", newline="") as f:
+            writer = csv.DictWriter(f, columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(sorted(kept + rows, key=lambda row: row["name"]))  # in name order: stable diffs
+        os.replace(path + ".tmp", path)
+
+
+def record(result: dict, results_dir: str, table: str, curves: str) -> None:
+    """Put a finished run into the results table and the curves file (or refresh it there)."""
+    folder = os.path.join(results_dir, result["name"])
+    steps, returns = read_episodes(os.path.join(folder, result["run_dir"], "episodes.csv"))
+    upsert_rows(table, COLUMNS, [result_row(result)], {result["name"]})
+    total = result["total_timesteps_run"] or (steps[-1] if steps else 0)
+    upsert_rows(curves, CURVE_COLUMNS, curve_rows(result["name"], steps, returns, total), {result["name"]})
+
+
+# The driver
 
 
 def describe(outcome: dict) -> str:
@@ -369,11 +721,56 @@ def describe(outcome: dict) -> str:
         return f"skipped   {name}: finished earlier, {score}"
     if status == "finished":
         resumed = ", resumed from its checkpoint" if outcome.get("resumed") else ""
-        return f"finished  {name}: {score}, {outcome['seconds']:.0f} s{resumed}"
+        return f"finished  {name}: {score}, {outcome['wall_s']:.0f} s{resumed}"
+    if status == "busy":
+        return f"busy      {name}: another live process holds its lock ({outcome['holder']}); left to it"
     if status == "failed":
         last = [line for line in outcome.get("log_tail", "").splitlines() if line.strip()]
         return f"FAILED    {name}: exit {outcome['returncode']}: {last[-1][:200] if last else ''}"
     return f"{status:<9} {name}"
+
+
+def estimate(runs: list[Run], args: Args, finished: set[str], table: str) -> str:
+    """The wall time left, from the SPS (wall time included) of finished runs in the results tables: the same script
+    and task on this CPU model first, then the same script and task anywhere, then the same script."""
+    rows = []
+    for path in {table, *glob.glob(os.path.join(args.tables_dir, "*.csv"))}:
+        if os.path.exists(path) and not path.endswith("_curves.csv"):
+            with open(path, newline="") as f:
+                rows += [r for r in csv.DictReader(f) if r.get("sps")]
+    cpu = machine_state()["cpu"]
+
+    def sps(run: Run) -> Optional[float]:
+        script = os.path.basename(run.script)
+        for keep in (lambda r: r["env_id"] == run.env_id and r["cpu"] == cpu, lambda r: r["env_id"] == run.env_id,
+                     lambda r: True):  # fmt: skip
+            found = [float(r["sps"]) for r in rows if r["script"] == script and keep(r)]
+            if found:
+                return statistics.median(found)
+        return None
+
+    seconds, unknown = 0.0, []
+    for run in runs:
+        if run.name in finished:
+            continue
+        total = run.total_timesteps or 1_000_000
+        folder_csv = sorted(glob.glob(os.path.join(args.results_dir, run.name, "runs", "*", "episodes.csv")))
+        done_steps = read_episodes(folder_csv[-1])[0][-1:] if folder_csv else []
+        speed = sps(run)
+        if speed is None:
+            unknown.append(run.name)
+        else:
+            seconds += (total - (done_steps[0] if done_steps else 0)) / speed
+    left = len(runs) - len(finished)
+    hours = seconds / args.jobs / 3600
+    text = f"{len(runs)} runs, {len(finished)} finished, {left} to run"
+    if left and len(unknown) == left:
+        return text + "; no estimate of the time left: no run of their scripts is in the results tables yet"
+    if left:
+        text += f"; about {hours:.1f} h left at {args.jobs} at a time, from the measured SPS of finished runs"
+    if unknown:
+        text += f" ({len(unknown)} runs not counted: no run of their script has finished yet)"
+    return text
 
 
 def split_flag_values(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
@@ -399,7 +796,18 @@ def split_flag_values(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]
 
 def parse_args(argv: list[str]) -> Args:
     rest, taken = split_flag_values(argv)
-    args = tyro.cli(Args, args=rest, description=__doc__)
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(said):
+            args = tyro.cli(Args, args=rest, description=__doc__)
+    except SystemExit as e:
+        if e.code == 0:  # --help
+            print(said.getvalue(), end="")
+            raise
+        # tyro's boxed message, down to its one line that says what is wrong
+        lines = [line.strip("│ ") for line in said.getvalue().splitlines()]
+        reason = next((line for line in lines if line.startswith(("Error", "Unrecognized", "Missing"))), "")
+        fail(f"bad flags in {shlex.join(rest)}: {reason or 'see --help'} (python -m benchmark.run --help lists them)")
     if "--variants" in taken:
         args.variants = taken["--variants"]
     if "--extra" in taken:
@@ -410,57 +818,85 @@ def parse_args(argv: list[str]) -> Args:
 def main(argv: Optional[list[str]] = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     args.results_dir = os.path.abspath(args.results_dir)
+    args.tables_dir = os.path.abspath(args.tables_dir)
+    validate(args)
     runs = build_grid(args)
     if not runs:
         fail("the grid is empty")
-    if args.backend == "ray" and importlib.util.find_spec("ray") is None:
-        fail("--backend ray needs ray: pip install -r requirements-ray.txt")
+    if args.backend == "ray":
+        outside = [r.script for r in runs if os.path.commonpath([r.script_path, ROOT]) != ROOT]
+        if outside:
+            fail(f"--backend ray: {outside[0]} lies outside {ROOT}; put it there, so that Ray ships it to the workers")
+    table, curves = table_paths(args)
+    # Finished: a result.json in its folder, or a row in the results table (the folders may be on a lost machine)
+    recorded = {}
+    if os.path.exists(table):
+        with open(table, newline="") as f:
+            recorded = {row["name"]: row for row in csv.DictReader(f)}
     finished = {r.name for r in runs if os.path.exists(os.path.join(args.results_dir, r.name, "result.json"))}
+    finished |= {r.name for r in runs} & set(recorded)
     if args.dry_run:
         for run in runs:
             state = "finished" if run.name in finished else "to run"
             print(f"{run.name}  [{state}]  {shlex.join([run.script, *run.flags()])}")
-        print(f"{len(runs)} runs, {len(finished)} finished, in {args.results_dir}")
+        print(estimate(runs, args, finished, table))
         return
-    os.makedirs(args.results_dir, exist_ok=True)
     where = f"{args.jobs} at a time here" if args.backend == "local" else f"on Ray ({args.address or 'local'})"
-    print(f"{len(runs)} runs ({len(finished)} finished earlier), {where}; results in {args.results_dir}", flush=True)
+    print(f"{len(runs)} runs ({len(finished)} finished earlier), {where}; run folders in {args.results_dir}, results"
+          f" table {table}", flush=True)  # fmt: skip
 
-    outcomes = []
+    outcomes, code = {}, git_state()
 
     def on_outcome(outcome: dict) -> None:
-        outcomes.append(outcome)
+        outcomes[outcome["name"]] = outcome
         print(f"[{len(outcomes):>{len(str(len(runs)))}}/{len(runs)}] {describe(outcome)}", flush=True)
-        run = next(r for r in runs if r.name == outcome["name"])
-        if outcome["status"] == "skipped" and outcome.get("flags") not in (None, run.flags()):
-            print(f"  warning: it finished with other flags ({shlex.join(outcome['flags'])}); kept. A new"
-                  f" --results-dir (or --extra/--tags) runs the new ones", flush=True)  # fmt: skip
+        if outcome["status"] in ("finished", "skipped") and not outcome.get("in_table_only"):
+            record(outcome, args.results_dir, table, curves)
 
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     for run in runs:  # stop files of an earlier interrupted invocation
         if os.path.exists(os.path.join(args.results_dir, run.name, "stop")):
             os.remove(os.path.join(args.results_dir, run.name, "stop"))
-    for run in runs:  # finished runs are reported here and go to no backend: Ray is not even started for them
-        if run.name in finished:
-            on_outcome(run_one(run, args.results_dir))
-    interrupted = False
+    for run in runs:  # finished runs are recorded here and go to no backend: Ray is not even started for them
+        if os.path.exists(os.path.join(args.results_dir, run.name, "result.json")):
+            on_outcome(run_one(run, args.results_dir, code))
+        elif run.name in finished:  # its row is all that is left of it: keep the row
+            row = recorded[run.name]
+            on_outcome({"name": run.name, "status": "skipped", "last100": float(row["score"]),
+                        "episodes": row["episodes"], "in_table_only": True})  # fmt: skip
+    todo = [run for run in runs if run.name not in finished]
+    interrupted, tries = False, {run.name: 0 for run in todo}
+    pool = (RayPool if args.backend == "ray" else LocalPool)(args, code) if todo else None
     try:
-        todo = [run for run in runs if run.name not in finished]
-        if todo:
-            (run_ray if args.backend == "ray" else run_local)(todo, args, on_outcome)
+        for run in todo:
+            pool.submit(run)
+        while pool and pool.pending:
+            run, outcome = pool.next_outcome()
+            retry = outcome["status"] == "failed" and outcome.get("returncode") != 2 and tries[run.name] < args.retries
+            if retry:
+                tries[run.name] += 1
+                print(f"  retry {tries[run.name]}/{args.retries} of {run.name}: {describe(outcome)}", flush=True)
+                pool.submit(run)
+            else:
+                on_outcome(outcome)
+        if pool:
+            pool.close()
     except KeyboardInterrupt:
         interrupted = True
+        print("\ninterrupted: the running scripts save a checkpoint and stop ...", flush=True)
+        pool.stop()
 
-    counts = {s: sum(o["status"] == s for o in outcomes) for s in ("finished", "skipped", "failed")}
+    counts = {s: sum(o["status"] == s for o in outcomes.values()) for s in ("finished", "skipped", "failed", "busy")}
     print(f"\nsummary: {len(runs)} runs: {counts['finished']} finished now, {counts['skipped']} finished earlier,"
-          f" {counts['failed']} failed, {len(runs) - len(outcomes)} not done")  # fmt: skip
-    for outcome in outcomes:
+          f" {counts['failed']} failed, {counts['busy']} running in another process,"
+          f" {len(runs) - len(outcomes)} not done")  # fmt: skip
+    for outcome in outcomes.values():
         if outcome["status"] == "failed":
             print(f"  {describe(outcome)}\n    see {os.path.join(args.results_dir, outcome['name'], 'error.json')}")
     if interrupted:
         print("interrupted: run the same command again to resume")
         sys.exit(130)
-    print(f"tables and plots: python -m benchmark.report {args.results_dir}")
+    print(f"results table: {table}\ntables and plots: python -m benchmark.report {table}")
     if counts["failed"]:
         sys.exit(1)
 

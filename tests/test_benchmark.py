@@ -1,39 +1,80 @@
-"""benchmark/: the runner's grids, its local and Ray backends, resume and failures; the report's numbers by hand."""
+"""benchmark/run.py: the grids, a run's identity, provenance, the lock, the results table, resume, retries, and Ray."""
 
+import csv
+import hashlib
+import importlib.metadata
 import json
 import os
+import re
+import shutil
+import socket
 import subprocess
 import sys
-import textwrap
 import time
 
-import numpy as np
 import pytest
 
-from benchmark import presets, report
+from benchmark import presets
 from benchmark import run as runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAKE = os.path.join("tests", "fake_script.py")  # a script with the real ones' CLI and none of their work
 # The smoke preset, smaller still: 4 iterations of 256 steps, 2 epochs each
 TINY = ["--preset", "smoke", "--total-timesteps", "1024", "--jobs", "2"]
 
 
-def bench(*flags: str, cwd: str = ROOT, timeout: float = 240) -> subprocess.CompletedProcess:
-    """`python -m benchmark.run flags`, as a user types it, from cwd with the repo importable."""
-    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "benchmark.run", *flags]
+def bench(*flags: str, tmp_path, cwd: str = ROOT, timeout: float = 240, wait: bool = True, env=None):
+    """`python -m benchmark.run flags` with its run folders and tables under tmp_path, as a user types it."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1", **(env or {})}
+    cmd = [sys.executable, "-m", "benchmark.run", *flags, "--results-dir", str(tmp_path / "out"), "--tables-dir",
+           str(tmp_path / "tables")]  # fmt: skip
+    if not wait:
+        return subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def files_of(results_dir) -> dict[str, tuple[bytes, int]]:
-    """Every result.json and log.txt under results_dir: content and modification time."""
-    found = {}
-    for folder in sorted(os.listdir(results_dir)):
-        for name in ("result.json", "log.txt"):
-            path = os.path.join(results_dir, folder, name)
-            with open(path, "rb") as f:
-                found[path] = (f.read(), os.stat(path).st_mtime_ns)
-    return found
+def folders(tmp_path) -> dict[str, str]:
+    """The run folders under tmp_path/out by their name without the hash."""
+    out = tmp_path / "out"
+    names = sorted(os.listdir(out)) if out.exists() else []
+    return {name.rsplit("__", 1)[0]: str(out / name) for name in names if "__" in name}
+
+
+def table(path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def attempts(folder: str) -> list[dict]:
+    with open(os.path.join(folder, "attempts.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+def alive(pid: int) -> bool:
+    """Whether pid runs (a zombie, dead but not yet reaped by its parent, counts as ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def first_started(tmp_path, proc) -> str:
+    """The folder of the first run whose (fake) script has printed "started"."""
+    deadline = time.time() + 60
+    while True:
+        started = [f for f in folders(tmp_path).values() if "started" in read_text(os.path.join(f, "log.txt"))]
+        if started:
+            return started[0]
+        assert time.time() < deadline and proc.poll() is None, "no run started"
+        time.sleep(0.2)
+
+
+def read_text(path: str) -> str:
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        return f.read()
 
 
 def test_presets_build_the_papers_grids():
@@ -42,16 +83,17 @@ def test_presets_build_the_papers_grids():
     assert {r.variant for r in table1} == {s.flags for s in presets.TABLE1}
     assert "--objective kl-adaptive --kl-target 0.003" in {r.variant for r in table1}
     figure3 = runner.build_grid(runner.Args(preset="figure3"))
-    assert {r.script for r in figure3} == {"ppo_continuous.py", "trpo.py", "reinforce_baseline.py"}
-    assert len(figure3) == 3 * 7 * 3
+    assert {r.label for r in figure3} >= {"PPO (clip)", "TRPO"}
+    assert len(figure3) == len(presets.PRESETS["figure3"].methods) * 7 * 3
     # figure3's PPO runs are table1's clip-0.2 runs: one folder serves both
     assert {r.name for r in figure3 if r.script == "ppo_continuous.py"} < {r.name for r in table1}
     atari = runner.build_grid(runner.Args(preset="atari", dry_run=True))
     assert {r.total_timesteps for r in atari} == {10_000_000} and "BreakoutNoFrameskip-v4" in {r.env_id for r in atari}
-    # scale knobs; a fork runs the settings of the preset's first script
+    # scale knobs; --tags picks methods of the preset; a fork runs the settings of the preset's first script
     small = runner.build_grid(runner.Args(preset="table1", scripts=["my_ppo.py"], env_ids=["Hopper-v4"], seeds=[7],
-                                          total_timesteps=5000, dry_run=True))  # fmt: skip
-    assert len(small) == 11 and small[0].name == "my_ppo__Hopper-v4__none__7"
+                                          total_timesteps=5000, tags=["none", "clip-0.2"], dry_run=True))  # fmt: skip
+    assert [r.tag for r in small] == ["none", "clip-0.2"]
+    assert small[0].name.startswith("my_ppo__Hopper-v4__none__5000__7__")
     assert small[0].flags() == ["--env-id", "Hopper-v4", "--seed", "7", "--total-timesteps", "5000", "--save-model",
                                 "--objective", "none"]  # fmt: skip
 
@@ -68,38 +110,44 @@ def test_explicit_grid_reads_flag_valued_variants():
     assert runner.tag_of("--clip-coef 0.1 --objective=clip") == "clip-coef_0.1_objective-clip"
 
 
-def test_smoke_local_then_resume_skips_finished_runs(tmp_path):
-    out = str(tmp_path / "out")
-    proc = bench(*TINY, "--results-dir", out)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 finished now, 0 finished earlier, 0 failed" in proc.stdout
-    for seed in (1, 2):
-        folder = os.path.join(out, f"ppo_continuous__InvertedPendulum-v4__smoke__{seed}")
-        with open(os.path.join(folder, "result.json")) as f:
-            result = json.load(f)
-        assert result["status"] == "finished" and result["seed"] == seed and result["episodes"] > 0
-        assert os.path.exists(os.path.join(folder, result["run_dir"], "episodes.csv"))
-        assert os.path.exists(os.path.join(folder, result["run_dir"], "checkpoint.pt"))  # --save-model
-        assert "--total-timesteps 1024" in open(os.path.join(folder, "log.txt")).read()
-    before = files_of(out)
+def test_runs_that_differ_in_length_or_flags_never_share_a_folder():
+    def name(tag="t", steps=1_000_000, variant="--objective clip", seed=1, script="ppo_continuous.py"):
+        return runner.run_name(script, "Hopper-v4", tag, steps, seed, variant)
 
-    start = time.time()
-    again = bench(*TINY, "--results-dir", out)
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 finished now, 2 finished earlier, 0 failed" in again.stdout
-    assert time.time() - start < 20  # Python starting up; no script ran
-    assert files_of(out) == before  # no log line appended, no result rewritten
+    assert name() == name()  # a run's identity decides its folder
+    others = [name(steps=200_000), name(steps=None), name(variant="--objective none"), name(seed=2),
+              name(script="trpo.py"), name(variant="--objective clip --clip-coef 0.3")]  # fmt: skip
+    assert len({name(), *others}) == 1 + len(others)
+    # the same tag given to other flags (the way a 200k test run and the 1M preset once collided) gets another folder
+    short = runner.build_grid(runner.Args(preset="table1", env_ids=["Hopper-v4"], seeds=[1], total_timesteps=200_000))
+    full = runner.build_grid(runner.Args(preset="table1", env_ids=["Hopper-v4"], seeds=[1]))
+    assert not {r.name for r in short} & {r.name for r in full}
 
 
-def test_smoke_on_a_local_ray_instance(tmp_path):
-    pytest.importorskip("ray")
-    out = str(tmp_path / "out")
-    proc = bench(*TINY, "--results-dir", out, "--backend", "ray")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 finished now" in proc.stdout
-    for seed in (1, 2):
-        with open(os.path.join(out, f"ppo_continuous__InvertedPendulum-v4__smoke__{seed}", "result.json")) as f:
-            assert json.load(f)["status"] == "finished"
+def test_bad_input_is_one_line_and_exit_code_2(tmp_path):
+    unwritable = tmp_path / "file"
+    unwritable.write_text("a file, not a folder")
+    cases = {
+        ("--preset", "tabel1"): "unknown preset 'tabel1'",
+        ("--scripts", "nope.py"): "script nope.py not found",
+        ("--preset", "table1", "--tags", "clip-0.4"): "no method tagged 'clip-0.4'",
+        ("--env-ids", "Hoper-v4"): "unknown task 'Hoper-v4'",
+        ("--jobs", "0"): "--jobs must be at least 1",
+        ("--results-dir", str(unwritable / "out")): "cannot write there",
+        ("--preset", "smoke", "--backend", "ray", "--scripts", str(tmp_path / "x.py")): "not found",
+        ("--jobs", "two"): "bad flags",
+    }
+    for flags, message in cases.items():
+        proc = bench(*flags, tmp_path=tmp_path, timeout=60) if "--results-dir" not in flags else subprocess.run(
+            [sys.executable, "-m", "benchmark.run", *flags], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )  # fmt: skip
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (flags, proc.stderr)
+        assert message in lines[0], (flags, lines)
+    outside = tmp_path / "mine.py"
+    outside.write_text("print('hi')")
+    proc = bench("--scripts", str(outside), "--backend", "ray", "--env-ids", "Hopper-v4", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "lies outside" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_without_ray_the_ray_backend_is_a_one_line_error(tmp_path):
@@ -110,179 +158,210 @@ def test_without_ray_the_ray_backend_is_a_one_line_error(tmp_path):
     assert proc.stderr.strip().splitlines() == ["error: --backend ray needs ray: pip install -r requirements-ray.txt"]
 
 
-FAKE_OK = """
-    import os, sys
-    env_id = sys.argv[sys.argv.index("--env-id") + 1]
-    os.makedirs("runs/fake", exist_ok=True)
-    with open("runs/fake/episodes.csv", "w") as f:
-        f.write("global_step,episodic_return,episodic_length\\n10,1.0,10\\n20,3.0,10\\n")
-    print("done: 20 steps in 0.01 s (2000 SPS); run folder runs/fake")
-"""
-FAKE_BAD = """
-    import sys
-    print("fake_bad: something broke", file=sys.stderr)
-    sys.exit(1)
-"""
-
-
-def test_failed_runs_are_recorded_and_the_rest_go_on(tmp_path):
-    (tmp_path / "fake_ok.py").write_text(textwrap.dedent(FAKE_OK))
-    (tmp_path / "fake_bad.py").write_text(textwrap.dedent(FAKE_BAD))
-    out = str(tmp_path / "out")
-    # scripts by path (a user's own) and by name (the repo's); --num-steps 0 is a bad flag for ppo_continuous.py
-    proc = bench("--scripts", "fake_bad.py", "fake_ok.py", "ppo_continuous.py", "--env-ids", "InvertedPendulum-v4",
-                 "--seeds", "1", "--variants", "--num-steps 0", "--results-dir", out, cwd=str(tmp_path))  # fmt: skip
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "1 finished now, 0 finished earlier, 2 failed" in proc.stdout
-
-    def read(name: str, file: str) -> dict:
-        with open(os.path.join(out, f"{name}__InvertedPendulum-v4__num-steps_0__1", file)) as f:
-            return json.load(f)
-
-    assert read("fake_ok", "result.json")["last100"] == 2.0
-    bad = read("fake_bad", "error.json")
-    assert bad["returncode"] == 1 and "fake_bad: something broke" in bad["log_tail"]
-    ppo = read("ppo_continuous", "error.json")
-    assert ppo["returncode"] == 2 and "--num-steps must be positive" in ppo["log_tail"]
-
-
-FAKE_CRASHES_ONCE = """
-    import os, sys
-    if "--resume" in sys.argv:  # the second attempt: carry on from the checkpoint
-        run_dir = os.path.dirname(sys.argv[sys.argv.index("--resume") + 1])
-        with open(os.path.join(run_dir, "episodes.csv"), "w") as f:
-            f.write("global_step,episodic_return,episodic_length\\n10,5.0,10\\n")
-        print(f"done: 10 steps in 0.01 s (1000 SPS); run folder {run_dir}")
-    else:  # the first: save a checkpoint, then crash
-        os.makedirs("runs/crashy", exist_ok=True)
-        open("runs/crashy/checkpoint.pt", "w").write("weights")
-        sys.exit(1)
-"""
-
-
-def test_an_unfinished_run_resumes_from_its_checkpoint(tmp_path):
-    (tmp_path / "crashy.py").write_text(textwrap.dedent(FAKE_CRASHES_ONCE))
-    out, folder = str(tmp_path / "out"), str(tmp_path / "out" / "crashy__Hopper-v4__default__1")
-    flags = ["--scripts", str(tmp_path / "crashy.py"), "--env-ids", "Hopper-v4", "--seeds", "1", "--results-dir", out]
-    assert bench(*flags).returncode == 1 and os.path.exists(os.path.join(folder, "error.json"))
-    proc = bench(*flags)
+def test_smoke_grid_records_provenance_and_skips_finished_runs(tmp_path):
+    proc = bench(*TINY, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(os.path.join(folder, "result.json")) as f:
-        result = json.load(f)
-    assert result["resumed"] and result["last100"] == 5.0 and not os.path.exists(os.path.join(folder, "error.json"))
-    assert "--resume " + os.path.join(folder, "runs", "crashy", "checkpoint.pt") in open(f"{folder}/log.txt").read()
+    assert "2 finished now, 0 finished earlier, 0 failed" in proc.stdout
+    rows = table(tmp_path / "tables" / "smoke.csv")
+    assert sorted(int(r["seed"]) for r in rows) == [1, 2]
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(ROOT, "ppo_continuous.py"), "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    for row in rows:
+        folder = str(tmp_path / "out" / row["name"])
+        with open(os.path.join(folder, "result.json")) as f:
+            result = json.load(f)
+        assert row["script"] == "ppo_continuous.py" and row["flags"] == "--num-steps 256"
+        assert row["env_id"] == "InvertedPendulum-v4" and row["total_timesteps"] == "1024"
+        assert float(row["score"]) == pytest.approx(result["last100"]) and int(row["episodes"]) == result["episodes"]
+        # provenance: the code, the packages, the machine, the flags the script ran with, the time it took
+        assert row["commit"] == commit and row["dirty"] in ("True", "False") and row["script_sha256"] == sha
+        for package in runner.PACKAGES:
+            assert row[package.replace("-", "_")] == importlib.metadata.version(package)
+        assert row["host"] == socket.gethostname() and row["cpu"] and row["python"]
+        saved = json.loads(row["args"])
+        assert saved["num_steps"] == 256 and saved["seed"] == int(row["seed"]) and saved["gamma"] == 0.99
+        assert float(row["wall_s"]) > 0 and float(row["sps"]) == pytest.approx(1024 / float(row["wall_s"]), rel=0.01)
+        assert row["attempts"] == "1" and row["script_versions"] == "1"
+        assert os.path.exists(os.path.join(folder, result["run_dir"], "checkpoint.pt"))  # --save-model
+    curves = table(tmp_path / "tables" / "smoke_curves.csv")
+    assert {c["name"] for c in curves} == {r["name"] for r in rows}
+    assert 50 <= sum(c["name"] == rows[0]["name"] for c in curves) <= runner.CURVE_POINTS
+    last = [c for c in curves if c["name"] == rows[0]["name"]][-1]
+    assert last["step"] == "1024" and float(last["return_last100"]) == pytest.approx(float(rows[0]["score"]), abs=1e-3)
+
+    before = {f: open(f, "rb").read() for f in (tmp_path / "out").glob("*/*") if f.is_file() and f.name != "lock"}
+    start = time.time()
+    again = bench(*TINY, tmp_path=tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 finished now, 2 finished earlier, 0 failed" in again.stdout
+    assert time.time() - start < 20  # Python starting up; no script ran
+    after = {f: open(f, "rb").read() for f in (tmp_path / "out").glob("*/*") if f.is_file() and f.name != "lock"}
+    assert after == before and table(tmp_path / "tables" / "smoke.csv") == rows  # nothing ran, nothing rewritten
+
+    dry = bench(*TINY, "--dry-run", tmp_path=tmp_path)
+    assert dry.returncode == 0 and "2 runs, 2 finished, 0 to run" in dry.stdout
+    # the run folders lost with a machine: the committed table still says which runs are done, and they stay done
+    shutil.rmtree(tmp_path / "out")
+    again = bench(*TINY, tmp_path=tmp_path)
+    assert again.returncode == 0 and "0 finished now, 2 finished earlier" in again.stdout, again.stdout
+    assert table(tmp_path / "tables" / "smoke.csv") == rows and not os.listdir(tmp_path / "out")
 
 
-FAKE_SLOW = """
-    import os, signal, sys, time
-    def save_and_exit(signum, frame):  # as the real scripts do: checkpoint, then exit 128 + signal
-        open("runs/slow/checkpoint.pt", "w").write("weights")
-        sys.exit(128 + signum)
-    if os.environ.get("FAKE_SLOW") and "--resume" not in sys.argv:  # run until stopped
-        signal.signal(signal.SIGINT, save_and_exit)
-        os.makedirs("runs/slow", exist_ok=True)
-        print("started", flush=True)
-        time.sleep(60)
-    run_dir = os.path.dirname(sys.argv[sys.argv.index("--resume") + 1]) if "--resume" in sys.argv else "runs/slow"
-    os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, "episodes.csv"), "w") as f:
-        f.write("global_step,episodic_return,episodic_length\\n10,7.0,10\\n")
-    print(f"done: 10 steps in 0.01 s (1000 SPS); run folder {run_dir}")
-"""
+def test_dry_run_estimates_the_time_left_from_measured_sps(tmp_path):
+    (tmp_path / "tables").mkdir()
+    row = {c: "" for c in runner.COLUMNS}
+    for env_id, sps in (("Hopper-v4", "2000"), ("Walker2d-v4", "1000")):
+        row.update(name=env_id, script="ppo_continuous.py", env_id=env_id, sps=sps, cpu=runner.machine_state()["cpu"])
+        runner.upsert_rows(str(tmp_path / "tables" / "table1.csv"), runner.COLUMNS, [dict(row)], {env_id})
+    proc = bench("--preset", "table1", "--env-ids", "Hopper-v4", "Walker2d-v4", "--seeds", "1", "--jobs", "2",
+                 "--dry-run", tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len([line for line in proc.stdout.splitlines() if "[to run]" in line]) == 22
+    # 11 settings x (1M / 2000 + 1M / 1000 s), two at a time: 11 x 1500 s / 2 = 2.29 h
+    assert "22 runs, 0 finished, 22 to run; about 2.3 h left at 2 at a time" in proc.stdout
+
+
+def test_the_recorded_flags_are_the_checkpoints_on_resume(tmp_path):
+    (run,) = runner.build_grid(runner.Args(preset="smoke", seeds=[1]))
+    folder = tmp_path / "out" / run.name
+    folder.mkdir(parents=True)
+    # an earlier start of this run, by a version of the script whose default GAE lambda was 0.9: its checkpoint rules
+    first = [sys.executable, os.path.join(ROOT, "ppo_continuous.py"), *run.flags(), "--gae-lambda", "0.9"]
+    subprocess.run(first, cwd=folder, check=True, capture_output=True, timeout=120)
+    proc = bench("--preset", "smoke", "--seeds", "1", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (row,) = table(tmp_path / "tables" / "smoke.csv")
+    assert json.loads(row["args"])["gae_lambda"] == 0.9 and "resumed from its checkpoint" in proc.stdout
+
+
+def test_failed_runs_are_recorded_retried_and_the_rest_go_on(tmp_path):
+    proc = bench("--scripts", FAKE, "--env-ids", "InvertedPendulum-v4", "--seeds", "1", "--variants", "--fail",
+                 "--crash-once", "--tags", "fail", "crash", "--retries", "1", tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 finished now, 0 finished earlier, 1 failed" in proc.stdout
+    proc = bench("--env-ids", "InvertedPendulum-v4", "--seeds", "1", "--variants", "--num-steps 0", "--tags", "bad",
+                 tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 1 and "0 finished now, 0 finished earlier, 1 failed" in proc.stdout
+    found = folders(tmp_path)
+    with open(os.path.join(found["fake_script__InvertedPendulum-v4__fail__default__1"], "error.json")) as f:
+        error = json.load(f)
+    assert error["returncode"] == 1 and "fake_script: something broke" in error["log_tail"]
+    assert len(attempts(found["fake_script__InvertedPendulum-v4__fail__default__1"])) == 2  # tried, then retried once
+    crash = found["fake_script__InvertedPendulum-v4__crash__default__1"]  # crashed, then resumed from its checkpoint
+    assert [a["resumed_from"] for a in attempts(crash)] == [None, "runs/fake/checkpoint.pt"]
+    with open(os.path.join(crash, "result.json")) as f:
+        assert json.load(f)["resumed"]
+    bad = found["ppo_continuous__InvertedPendulum-v4__bad__default__1"]  # exit code 2, bad flags: not retried
+    assert len(attempts(bad)) == 1
+    with open(os.path.join(bad, "error.json")) as f:
+        assert "--num-steps must be positive" in json.load(f)["log_tail"]
+
+
+def test_two_runners_on_one_folder_train_each_run_once(tmp_path):
+    flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "2", "3", "--variants", "--sleep 4",
+             "--jobs", "3"]  # fmt: skip
+    first = bench(*flags, tmp_path=tmp_path, wait=False)
+    second = bench(*flags, tmp_path=tmp_path, wait=False)
+    outputs = [p.communicate(timeout=120)[0] for p in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outputs
+    for folder in folders(tmp_path).values():  # each run trained by one process, once
+        assert len(attempts(folder)) == 1
+        with open(os.path.join(folder, "runs", "fake", "pids.txt")) as f:
+            assert len(f.read().split()) == 1
+    said = "\n".join(outputs)
+    assert said.count("finished now") == 2 and len(re.findall(r"^\[\d/3\] (finished|busy|skipped)", said, re.M)) == 6
+    assert "busy" in said  # the runner that came second said which runs it left to the other
+    assert len(table(tmp_path / "out" / "results.csv")) == 3  # an unnamed grid's table: in its results folder
+
+
+def test_killing_the_runner_ends_its_training_and_the_next_call_takes_over(tmp_path):
+    flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--variants", "--sleep 60 --save-seconds 4"]
+    proc = bench(*flags, tmp_path=tmp_path, wait=False)
+    folder = first_started(tmp_path, proc)
+    pid = int(open(os.path.join(folder, "runs", "fake", "pids.txt")).read().split()[0])
+    proc.kill()  # SIGKILL: the runner has no chance to stop its script; the kernel sends the script SIGTERM
+    proc.communicate()
+    # while the orphan saves its checkpoint it still holds the run's lock: a new runner leaves the run to it
+    meanwhile = bench(*flags, tmp_path=tmp_path)
+    assert meanwhile.returncode == 0 and "another live process holds its lock" in meanwhile.stdout, meanwhile.stdout
+    assert alive(pid) and not os.path.exists(os.path.join(folder, "attempts.jsonl"))
+    deadline = time.time() + 10
+    while alive(pid):
+        assert time.time() < deadline, "the training process outlived its runner"
+        time.sleep(0.1)
+    assert os.path.exists(os.path.join(folder, "runs", "fake", "checkpoint.pt"))  # it saved before it went
+    again = bench(*flags, tmp_path=tmp_path)
+    assert again.returncode == 0 and "resumed from its checkpoint" in again.stdout, again.stdout + again.stderr
+    assert "took over the lock of a dead process" in open(os.path.join(folder, "log.txt")).read()
 
 
 def test_sigterm_stops_the_grid_with_checkpoints_and_the_next_call_resumes(tmp_path):
-    (tmp_path / "slow.py").write_text(textwrap.dedent(FAKE_SLOW))
-    out, folder = str(tmp_path / "out"), str(tmp_path / "out" / "slow__Hopper-v4__default__1")
-    flags = ["--scripts", str(tmp_path / "slow.py"), "--env-ids", "Hopper-v4", "--seeds", "1", "2", "--jobs", "1",
-             "--results-dir", out]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": ROOT, "FAKE_SLOW": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "benchmark.run", *flags], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    deadline = time.time() + 30
-    while "started" not in (open(f"{folder}/log.txt").read() if os.path.exists(f"{folder}/log.txt") else ""):
-        assert time.time() < deadline and proc.poll() is None
-        time.sleep(0.2)
+    flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "2", "--jobs", "1", "--variants",
+             "--sleep 60"]  # fmt: skip
+    proc = bench(*flags, tmp_path=tmp_path, wait=False)
+    first = first_started(tmp_path, proc)
     proc.terminate()
     output = proc.communicate(timeout=30)[0]
     assert proc.returncode == 130, output
     assert "interrupted: run the same command again to resume" in output
-    assert os.path.exists(f"{folder}/runs/slow/checkpoint.pt") and not os.path.exists(f"{folder}/error.json")
-    assert not os.path.exists(str(tmp_path / "out" / "slow__Hopper-v4__default__2" / "log.txt"))  # never started
+    assert os.path.exists(os.path.join(first, "runs", "fake", "checkpoint.pt"))
+    assert not os.path.exists(os.path.join(first, "error.json"))
+    assert sum(os.path.exists(os.path.join(f, "log.txt")) for f in folders(tmp_path).values()) == 1  # one never began
 
-    again = bench(*flags)
+    again = bench(*flags, tmp_path=tmp_path, env={"FAKE_NO_SLEEP": "1"})  # the run that never began: no sleep now
     assert again.returncode == 0, again.stdout + again.stderr
-    with open(f"{folder}/result.json") as f:
+    with open(os.path.join(first, "result.json")) as f:
         assert json.load(f)["resumed"]
 
 
-def fake_run(results_dir, script: str, env_id: str, tag: str, seed: int, score: float, finished: bool = True):
-    """A run folder as benchmark/run.py leaves it, whose last 100 episodes average `score` exactly: 50 early episodes
-    of -1000 (outside the last 100), then 100 alternating score - 10, score + 10."""
-    folder = os.path.join(results_dir, f"{script}__{env_id}__{tag}__{seed}")
-    os.makedirs(os.path.join(folder, "runs", "r"))
-    returns = [-1000.0] * 50 + [score - 10, score + 10] * 50
-    with open(os.path.join(folder, "runs", "r", "episodes.csv"), "w") as f:
-        f.write("global_step,episodic_return,episodic_length\n")
-        f.writelines(f"{10 * (i + 1)},{r},10\n" for i, r in enumerate(returns))
-    meta = {"name": os.path.basename(folder), "script": f"{script}.py", "env_id": env_id, "seed": seed, "tag": tag,
-            "run_dir": "runs/r"}  # fmt: skip
-    with open(os.path.join(folder, "result.json" if finished else "spec.json"), "w") as f:
-        json.dump(meta, f)
+@pytest.fixture
+def ray_cluster(tmp_path):
+    """A Ray cluster of one node on 127.0.0.1, started as `ray start` starts one, stopped afterwards."""
+    pytest.importorskip("ray")
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = [ray_bin, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "2",
+             "--include-dashboard", "false", "--disable-usage-stats"]  # fmt: skip
+    subprocess.run(start, check=True, capture_output=True, timeout=120, cwd=str(tmp_path))
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], capture_output=True, timeout=120)
 
 
-def test_report_numbers_equal_the_hand_computed_ones(tmp_path):
-    results = str(tmp_path / "out")
-    scores = {  # (tag, env_id): last-100 score of seeds 1 and 2
-        ("clip-0.2", "Hopper-v4"): [100, 200],
-        ("none", "Hopper-v4"): [50, 70],
-        ("clip-0.2", "Swimmer-v4"): [30, 50],
-        ("none", "Swimmer-v4"): [60, 100],
-    }
-    for (tag, env_id), values in scores.items():
-        for seed, score in enumerate(values, 1):
-            fake_run(results, "ppo_continuous", env_id, tag, seed, score)
-    fake_run(results, "ppo_continuous", "Walker2d-v4", "clip-0.2", 1, 500)  # one seed; no random return: not normalized
-    fake_run(results, "ppo_continuous", "Walker2d-v4", "clip-0.2", 2, 900, finished=False)  # left out
-    random_path = str(tmp_path / "random.json")
-    with open(random_path, "w") as f:
-        json.dump({"returns": {"Hopper-v4": {"mean": 0.0}, "Swimmer-v4": {"mean": 10.0}}}, f)
+def test_ray_cluster_without_a_shared_filesystem(tmp_path, ray_cluster):
+    worker_dir = tmp_path / "worker_disk"  # where the workers write; the driver never reads it
+    flags = ["--backend", "ray", "--address", ray_cluster, "--worker-dir", str(worker_dir)]
+    proc = bench(*TINY, *flags, tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 finished now" in proc.stdout
+    rows = table(tmp_path / "tables" / "smoke.csv")
+    assert len(rows) == 2 and all(json.loads(r["args"])["num_steps"] == 256 for r in rows)
+    for row in rows:  # the results, the episodes and the checkpoint reached the driver's folder
+        folder = str(tmp_path / "out" / row["name"])
+        with open(os.path.join(folder, "result.json")) as f:
+            result = json.load(f)
+        assert os.path.exists(os.path.join(folder, result["run_dir"], "episodes.csv"))
+        assert os.path.exists(os.path.join(folder, result["run_dir"], "checkpoint.pt"))
+        # the worker ran the copy of the repo that Ray shipped, not the driver's files
+        (attempt,) = attempts(folder)
+        assert not attempt["script"].startswith(ROOT) and attempt["script"].endswith("/ppo_continuous.py")
+    shutil.rmtree(worker_dir)  # a lost worker disk loses nothing: the driver holds every finished run
+    again = bench(*TINY, *flags, tmp_path=tmp_path)
+    assert again.returncode == 0 and "0 finished now, 2 finished earlier" in again.stdout, again.stdout
 
-    report.main(report.Args(results_dir=results, random_returns=random_path, resamples=2000))
-    out = os.path.join(results, "report")
-    with open(os.path.join(out, "summary.json")) as f:
-        summary = json.load(f)
-
-    # Per task: mean ± sample std over seeds of the last-100 return
-    hopper = summary["tasks"]["Hopper-v4"]["methods"]["ppo_continuous clip-0.2"]
-    assert hopper["mean"] == pytest.approx(150) and hopper["std"] == pytest.approx(np.sqrt((50**2 + 50**2) / 1))
-    assert summary["tasks"]["Walker2d-v4"]["methods"]["ppo_continuous clip-0.2"]["std"] is None
-    # Normalized: random 0 -> 0 and best mean 150 -> 1 on Hopper; random 10 -> 0 and best mean 80 (none) on Swimmer
-    clip = [100 / 150, 200 / 150, (30 - 10) / 70, (50 - 10) / 70]
-    none = [50 / 150, 70 / 150, (60 - 10) / 70, (100 - 10) / 70]
-    got = summary["normalized"]
-    assert got["ppo_continuous clip-0.2"]["scores"] == pytest.approx(clip)  # Walker2d not among them
-    assert got["ppo_continuous clip-0.2"]["mean"] == pytest.approx(sum(clip) / 4)
-    assert got["ppo_continuous none"]["mean"] == pytest.approx(sum(none) / 4)
-    # IQM of 4 runs: the mean of the middle two
-    assert got["ppo_continuous clip-0.2"]["iqm"] == pytest.approx((40 / 70 + 100 / 150) / 2)
-    assert got["ppo_continuous none"]["iqm"] == pytest.approx((70 / 150 + 50 / 70) / 2)
-    for s in got.values():
-        assert s["mean_ci"][0] <= s["mean"] <= s["mean_ci"][1] and s["iqm_ci"][0] <= s["iqm"] <= s["iqm_ci"][1]
-    assert got["ppo_continuous clip-0.2"]["paper"] == 0.82 and got["ppo_continuous none"]["paper"] == -0.39
-
-    text = open(os.path.join(out, "report.md")).read()
-    assert "| ppo_continuous clip-0.2 | 2 | 150.0 ± 70.7 | 150 |" in text
-    assert f"| ppo_continuous clip-0.2 | clipping, ε = 0.2 | 4 | {sum(clip) / 4:.2f} |" in text
-    assert "| *paper PPO, Fig. 3 (approx.)* | | *2200* | |" in text and "| *baselines ppo2* | | *2316.2* | |" in text
-    assert "Walker2d-v4: no random-policy return" in text and "__clip-0.2__2: not finished, left out" in text
-    for png in ("normalized_scores.png", "aggregate.png", "curves_Hopper-v4.png", "curves_Walker2d-v4.png"):
-        assert os.path.getsize(os.path.join(out, png)) > 1000
-
-
-def test_iqm_and_trailing_mean_on_small_sets():
-    assert report.iqm(np.array([1.0, 2, 3, 4, 5, 6, 7, 100])) == pytest.approx((3 + 4 + 5 + 6) / 4)
-    assert report.trailing_mean(np.array([1.0, 3, 5, 7]), 2) == pytest.approx([1, 2, 4, 6])
-    low, high = report.bootstrap_ci(np.array([1.0, 2, 3, 4]), report.mean, resamples=2000, seed=0)
-    assert 1 <= low < 2.5 < high <= 4
-    assert report.task_name("BreakoutNoFrameskip-v4") == "Breakout" and report.task_name("Hopper-v4") == "Hopper"
+    # A Ray worker killed mid-run (as Ray's memory monitor does): its training process stops, saving a checkpoint on
+    # the worker's disk; the run is retried and resumes from it
+    proc = bench("--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--variants", "--kill-parent-once",
+                 *flags, tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "retry 1/2" in proc.stdout and "resumed from its checkpoint" in proc.stdout
+    (worker_folder,) = [str(p) for p in worker_dir.iterdir() if p.name.startswith("fake_script")]
+    with open(os.path.join(worker_folder, "runs", "fake", "pids.txt")) as f:
+        pids = [int(p) for p in f.read().split()]
+    assert len(pids) == 2 and not any(alive(p) for p in pids)  # none left orphaned
+    driver_folder = folders(tmp_path)["fake_script__Hopper-v4__kill-parent-once__default__1"]
+    assert [a["resumed_from"] for a in attempts(driver_folder)] == ["runs/fake/checkpoint.pt"]

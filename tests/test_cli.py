@@ -61,3 +61,22 @@ def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, scri
     ckpt = torch.load(os.path.join(only_run_dir(tmp_path), "checkpoint.pt"), weights_only=True)
     assert ckpt["global_step"] == 256 and ckpt["iteration"] == 2
     assert all(torch.isfinite(p).all() for p in ckpt["agent"].values())
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--kl-target", "0"], "--kl-target must be positive, got 0.0"),
+        (["--rmsprop-eps", "-1e-5"], "--rmsprop-eps must be positive, got -1e-05"),
+        (["--vf-coef", "0"], "--vf-coef must be positive, got 0.0"),
+        (["--rmsprop-alpha", "1"], "--rmsprop-alpha must lie in [0, 1), got 1.0"),
+        (["--ent-coef", "-0.01"], "--ent-coef must be >= 0, got -0.01"),
+        (["--max-grad-norm", "0"], "--max-grad-norm must be positive (or None: no clip), got 0.0"),
+        (["--adaptive-lr"], "--adaptive-lr sets the policy's stepsize from the KL each batch; add --no-anneal-lr"),
+    ],
+)
+def test_reinforce_baseline_refuses_bad_values_of_its_figure3_flags(tmp_path, flags, message):
+    # one short batch: were a value let through, the run would end in seconds and fail here, not time out
+    proc = run_script("reinforce_baseline.py", "--total-timesteps", "2048", *flags, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip() == f"error: {message}", proc.stderr
+    assert not (tmp_path / "runs").exists()

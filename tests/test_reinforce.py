@@ -1,11 +1,22 @@
-"""Vanilla policy gradient (reinforce_baseline.py): the seed's §2.1 numbers, and the destructive reuse of a batch."""
+"""Vanilla policy gradient (reinforce_baseline.py): the seed's §2.1 numbers, the destructive reuse of a batch, and
+Figure 3's other baselines (§6.2) as flags of the script: vanilla PG with an adaptive stepsize, and A2C."""
 
 import os
+import shlex
+import signal
 
+import pytest
 import torch
+import tyro
+from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 import reinforce_baseline
-from tests.helpers import only_run_dir, run_script, scalars
+from benchmark import presets
+from tests.helpers import only_run_dir, read_episodes, run_script, scalars
+
+# The two Figure 3 methods exactly as the figure3 grid runs them (benchmark/presets.py gives the source of each value)
+VPG_ADAPTIVE = shlex.split(presets.VPG_ADAPTIVE)
+A2C = shlex.split(presets.A2C)
 
 
 def test_seed_policy_gradient_through_the_scripts_loss():
@@ -28,3 +39,58 @@ def test_reusing_the_batch_moves_the_policy_much_further(tmp_path):
         kl[epochs] = scalars(only_run_dir(tmp_path / str(epochs)), "losses/kl")
     # the first batch is the same for both runs; ten steps on it move π far more than one
     assert kl[10][0] > 5 * kl[1][0] > 0
+
+
+def test_adaptive_stepsize_rule_on_numbers():
+    rule, target = reinforce_baseline.adapt_stepsize, 2e-3  # the course's target
+    assert rule(3e-4, 5e-3, target) == pytest.approx(2e-4)  # KL > 2 x target: / 1.5
+    assert rule(3e-4, 9e-4, target) == pytest.approx(4.5e-4)  # KL < target / 2: x 1.5
+    for kl in (1e-3, 2e-3, 4e-3):  # within [target / 2, 2 x target], the edges included: unchanged
+        assert rule(3e-4, kl, target) == 3e-4
+
+
+def test_adaptive_stepsize_logs_a_learning_rate_that_follows_the_kl(tmp_path):
+    flags = ["--env-id", "Hopper-v4", "--num-steps", "256", "--total-timesteps", "3072", *VPG_ADAPTIVE]
+    proc = run_script("reinforce_baseline.py", *flags, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    folder = only_run_dir(tmp_path)
+    lr, kl = scalars(folder, "charts/learning_rate"), scalars(folder, "losses/kl")
+    assert len(lr) == len(kl) == 12 and len(set(lr)) > 1, lr
+    # each logged stepsize is the rule applied to the one before (1e-3 at first) and that batch's KL
+    for before, after, batch_kl in zip([1e-3, *lr[:-1]], lr, kl):
+        assert after == pytest.approx(reinforce_baseline.adapt_stepsize(before, batch_kl, 2e-3), rel=1e-5)
+
+
+def test_a2c_flags_take_one_policy_step_and_one_value_step_per_batch(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = tyro.cli(reinforce_baseline.Args, args=[*A2C, "--env-id", "InvertedPendulum-v4", "--total-timesteps", "400"])
+    reinforce_baseline.validate(args)
+    steps = []  # per optimizer.step: the optimizer, and which of its groups (policy, value) has gradients
+
+    def record(optimizer, *_):
+        group = optimizer.param_groups[0]
+        moved = tuple(any(p.grad is not None for p in g["params"]) for g in optimizer.param_groups)
+        steps.append((type(optimizer).__name__, group["alpha"], group["eps"], moved))
+
+    hook = register_optimizer_step_pre_hook(record)
+    handlers, threads = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}, torch.get_num_threads()
+    try:
+        reinforce_baseline.train(args)
+    finally:  # train() owns the process when run as a script: give pytest's signal handlers and threads back
+        hook.remove()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        torch.set_num_threads(threads)
+    # 400 steps = 5 batches of 16 actors x 5 steps; in each, one RMSProp step on π's loss, then one on V's
+    policy_step, value_step = ("RMSprop", 0.99, 1e-5, (True, False)), ("RMSprop", 0.99, 1e-5, (False, True))
+    assert steps == [policy_step, value_step] * 5
+
+
+@pytest.mark.parametrize("flags, total_timesteps", [(VPG_ADAPTIVE, 163840), (A2C, 100000)], ids=["vpg-adaptive", "a2c"])
+def test_figure3_baseline_learns_inverted_pendulum(tmp_path, flags, total_timesteps):
+    # only the budget is the test's: 80 batches of 2048 for vanilla PG, 1250 batches of 80 for A2C
+    proc = run_script("reinforce_baseline.py", "--env-id", "InvertedPendulum-v4", "--total-timesteps",
+                      str(total_timesteps), *flags, cwd=tmp_path, timeout=240)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    last100 = [float(row[1]) for row in read_episodes(only_run_dir(tmp_path))[-100:]]
+    assert sum(last100) / len(last100) >= 500, f"mean of the last 100 episodes {sum(last100) / len(last100)}"

@@ -1,12 +1,14 @@
 """End to end, as a user runs it: learning, determinism, interrupt and resume, evaluation of a saved model."""
 
 import os
+import shlex
 import signal
 import time
 
 import pytest
 import torch
 
+from benchmark import presets
 from tests.helpers import SCRIPTS, only_run_dir, read_episodes, run_script, scalar_tags
 
 # Learning on InvertedPendulum-v4 within about 40 s each. PPO and TRPO use their defaults (Table 3 for PPO).
@@ -63,15 +65,19 @@ def test_same_seed_same_returns(tmp_path, script):
         assert torch.equal(value, load(b)["agent"][key]), key
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
-def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, script):
+# Each script with its defaults, and vanilla PG with Figure 3's adaptive stepsize, whose stepsize is state to keep
+RESUMED = [(script, []) for script in SCRIPTS] + [("reinforce_baseline.py", shlex.split(presets.VPG_ADAPTIVE))]
+
+
+@pytest.mark.parametrize("script, flags", RESUMED, ids=[*SCRIPTS, "reinforce_baseline.py-vpg-adaptive"])
+def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, script, flags):
     os.makedirs(tmp_path / "whole")
     os.makedirs(tmp_path / "parts")
-    proc = run_script(script, *SHORT, cwd=tmp_path / "whole", timeout=120)
+    proc = run_script(script, *SHORT, *flags, cwd=tmp_path / "whole", timeout=120)
     assert proc.returncode == 0, proc.stderr
 
     # SIGTERM once training has begun: the script finishes the iteration, saves, and exits
-    running = run_script(script, *SHORT, cwd=tmp_path / "parts", wait=False)
+    running = run_script(script, *SHORT, *flags, cwd=tmp_path / "parts", wait=False)
     deadline = time.time() + 60
     while time.time() < deadline and not list((tmp_path / "parts").glob("runs/*/episodes.csv")):
         time.sleep(0.05)
@@ -82,6 +88,8 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, scrip
     assert "Traceback" not in err and "--resume" in out
     folder = only_run_dir(tmp_path / "parts")
     assert 0 < load(folder)["global_step"] < 5120, "the signal must arrive mid-run for this test to mean anything"
+    if "--adaptive-lr" in flags:  # the rule has moved the stepsize off its start by then: state the resume must keep
+        assert load(folder)["optimizer"]["param_groups"][0]["lr"] != 1e-3
 
     proc = run_script(script, "--resume", os.path.join(folder, "checkpoint.pt"), cwd=tmp_path / "parts", timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -91,3 +99,5 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, scrip
         assert torch.equal(value, load(folder)["agent"][key]), key
     for key in ("mean", "var"):
         assert torch.equal(load(whole)["obs_rms"][key], load(folder)["obs_rms"][key])
+    lrs = [[group["lr"] for group in load(f)["optimizer"]["param_groups"]] for f in (whole, folder)]
+    assert lrs[0] == lrs[1]

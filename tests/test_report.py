@@ -1,0 +1,155 @@
+"""benchmark/report.py: Table 1's normalization exactly as §6.1, stratified intervals, and a report from the committed
+results table alone."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from benchmark import presets, report
+from benchmark import run as runner
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLAGS = {s.tag: s.flags for s in presets.TABLE1}
+# (tag, env_id): the last-100 scores of seeds 1 and 2; random returns 0 (Hopper) and 10 (Swimmer)
+SCORES = {
+    ("clip-0.2", "Hopper-v4"): [100, 200],
+    ("none", "Hopper-v4"): [50, 70],
+    ("clip-0.2", "Swimmer-v4"): [30, 50],
+    ("none", "Swimmer-v4"): [60, 100],
+}
+RANDOM = {"Hopper-v4": 0.0, "Swimmer-v4": 10.0}
+
+
+def row(tag: str, env_id: str, seed: int, score: float, script="ppo_continuous.py", flags=None, steps=1_000_000,
+        sha="a" * 64) -> dict:  # fmt: skip
+    """A row of a results table as benchmark/run.py writes it."""
+    flags = FLAGS.get(tag, "") if flags is None else flags
+    name = runner.run_name(script, env_id, tag, steps, seed, flags)
+    return {**{c: "" for c in runner.COLUMNS}, "name": name, "script": script, "tag": tag, "flags": flags,
+            "env_id": env_id, "seed": seed, "total_timesteps": steps, "score": score, "episodes": 500,
+            "commit": "c" * 40, "dirty": "False", "script_sha256": sha, "script_versions": 1}  # fmt: skip
+
+
+def paper_rows() -> list[dict]:
+    return [row(tag, env_id, seed, s) for (tag, env_id), scores in SCORES.items() for seed, s in enumerate(scores, 1)]
+
+
+def write_table(path: str, rows: list[dict]) -> None:
+    """The results table and its curves file: each run's curve rises linearly to its score over 100 points."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, runner.COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(path[: -len(".csv")] + "_curves.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, runner.CURVE_COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            for k in range(1, 101):
+                writer.writerow({"name": r["name"], "step": k * r["total_timesteps"] // 100,
+                                 "return_last100": r["score"] * k / 100})  # fmt: skip
+
+
+def summary_of(tmp_path, rows: list[dict]) -> dict:
+    path = str(tmp_path / "t.csv")
+    write_table(path, rows)
+    return report.summarize(report.read_table(path)[0], RANDOM, resamples=2000, seed=0)
+
+
+def table1_numbers(summary: dict, steps: int = 1_000_000) -> dict:
+    (table,) = [t for t in summary["table1"] if t["total_timesteps"] == steps]
+    return {
+        r["setting"].tag: (r["n"], r["mean"], r["mean_ci"], r["iqm"], r["iqm_ci"], r["per_task"]) for r in table["rows"]
+    }
+
+
+def test_table1_normalizes_as_section_6_1(tmp_path):
+    summary = summary_of(tmp_path, paper_rows())
+    got = table1_numbers(summary)
+    # random 0 -> 0 and the best setting's mean (clip, 150) -> 1 on Hopper; random 10 -> 0 and none's 80 -> 1 on Swimmer
+    clip = [100 / 150, 200 / 150, 20 / 70, 40 / 70]
+    none = [50 / 150, 70 / 150, 50 / 70, 90 / 70]
+    assert got["clip-0.2"][0] == 4 and got["clip-0.2"][1] == pytest.approx(np.mean(clip))
+    assert got["none"][1] == pytest.approx(np.mean(none))
+    assert got["clip-0.2"][3] == pytest.approx((40 / 70 + 100 / 150) / 2)  # IQM of 4: the mean of the middle two
+    assert got["clip-0.2"][5] == pytest.approx({"Hopper-v4": 1.0, "Swimmer-v4": 30 / 70})
+    for _, m, m_ci, q, q_ci, _ in got.values():
+        assert m_ci[0] <= m <= m_ci[1] and q_ci[0] <= q <= q_ci[1]
+    (table,) = summary["table1"]
+    assert table["reference"] == {"Hopper-v4": (0.0, 150.0), "Swimmer-v4": (10.0, 80.0)}
+
+
+def test_other_scripts_tags_and_lengths_change_no_table1_number(tmp_path):
+    before = table1_numbers(summary_of(tmp_path, paper_rows()))
+    others = []
+    for env_id in RANDOM:
+        for seed in (1, 2):
+            others += [
+                row("default", env_id, seed, 10_000, script="trpo.py"),  # another algorithm, far better
+                row("clip-0.2", env_id, seed, 10_000, script="my_ppo.py"),  # a fork with Table 1's tag and flags
+                row("clip-0.2", env_id, seed, 10_000, flags=FLAGS["clip-0.2"] + " --num-steps 512"),  # other flags
+                row("mine", env_id, seed, 10_000, flags=FLAGS["clip-0.2"]),  # Table 1's flags under another tag
+                row("clip-0.2", env_id, seed, 10_000, steps=200_000),  # a shorter run of a Table 1 setting
+            ]
+    summary = summary_of(tmp_path, paper_rows() + others)
+    assert table1_numbers(summary) == before
+    # the 200k runs make a Table 1 of their own, and a cell of their own in the returns per task
+    assert [t["total_timesteps"] for t in summary["table1"]] == [200_000, 1_000_000]
+    cells = [m for m in summary["tasks"]["Hopper-v4"] if (m.script, m.tag, m.flags) == ("ppo_continuous.py",
+             "clip-0.2", FLAGS["clip-0.2"])]  # fmt: skip
+    assert sorted(m.total_timesteps for m in cells) == [200_000, 1_000_000]
+
+
+def test_intervals_resample_seeds_within_each_task():
+    # Task A's runs all score 0, task B's all 1: resampling seeds within a task never changes the mean, 0.5. Resampling
+    # runs pooled across tasks would draw more A's or B's and give an interval of about ±0.3
+    strata = [np.zeros(3), np.ones(3)]
+    assert report.stratified_ci(strata, report.mean, resamples=2000, seed=0) == (0.5, 0.5)
+    low, high = report.stratified_ci([np.array([0.0, 1, 2]), np.array([10.0, 11, 12])], report.mean, 2000, 0)
+    assert 5.0 < low < 6 < high < 7.0  # only the spread within each task: means of 3 draws, averaged over 2 tasks
+    # a task with one run is held fixed; with none varying there is no interval
+    low, high = report.stratified_ci([np.array([0.0, 2]), np.array([5.0])], report.mean, 2000, 0)
+    assert low == pytest.approx((0 + 0 + 5) / 3) and high == pytest.approx((2 + 2 + 5) / 3)  # draws of [0, 2], then 5
+    assert np.isnan(report.stratified_ci([np.array([1.0]), np.array([2.0])], report.mean, 2000, 0)).all()
+
+
+def test_iqm_on_a_small_set():
+    assert report.iqm(np.array([1.0, 2, 3, 4, 5, 6, 7, 100])) == pytest.approx((3 + 4 + 5 + 6) / 4)
+    assert report.task_name("BreakoutNoFrameskip-v4") == "Breakout" and report.task_name("Hopper-v4") == "Hopper"
+    assert report.steps_text(1_000_000) == "1M" and report.steps_text(200_000) == "200k"
+
+
+def test_report_from_the_results_table_alone(tmp_path):
+    rows = paper_rows() + [row("default", "Hopper-v4", s, 90, script="trpo.py") for s in (1, 2)]
+    rows[0]["script_sha256"] = "b" * 64  # one run of ppo_continuous.py came from another version of the script
+    path = str(tmp_path / "grid.csv")
+    write_table(path, rows)
+    random_path = tmp_path / "random.json"
+    random_path.write_text(json.dumps({"returns": {e: {"mean": v} for e, v in RANDOM.items()}}))
+    proc = subprocess.run([sys.executable, "-m", "benchmark.report", path, "--random-returns", str(random_path),
+                           "--resamples", "2000"], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "grid"
+    text = (out / "report.md").read_text()
+    clip = np.mean([100 / 150, 200 / 150, 20 / 70, 40 / 70])
+    assert f"| clipping | ε = 0.2 | 4 | {clip:.2f} | [" in text and "| 0.82 |" in text
+    assert "## Table 1: 2 tasks x 2 seeds x 1M steps" in text
+    assert "| TRPO | 1M | 2 | 90.0 ± 0.0 |" not in text and "| trpo default | 1M | 2 | 90.0 ± 0.0 |" in text
+    assert "| *baselines ppo2* | | | *2316.2* |" in text
+    assert "ppo_continuous.py: its 8 runs come from 2 versions of the script" in text
+    assert "trpo.py: all 2 runs from one version" in text
+    for png in ("table1.png", "figure3.png"):
+        assert (out / png).stat().st_size > 10_000
+
+
+def test_bad_input_to_the_report_is_one_line_and_exit_code_2(tmp_path):
+    (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
+    for target in (str(tmp_path / "missing.csv"), str(tmp_path / "junk.csv"), str(tmp_path)):
+        proc = subprocess.run([sys.executable, "-m", "benchmark.report", target], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith("error: ")
