@@ -446,6 +446,8 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
     write_json(os.path.join(folder, "spec.json"), spec)
     checkpoint = latest_checkpoint(folder)
     command = [sys.executable, script_path, *(["--resume", checkpoint] if checkpoint else run.flags())]
+    if os.path.isdir(os.path.join(ROOT, ".git")):  # the repo's state as this attempt starts (a Ray worker has no .git)
+        code = git_state()
     machine, sha = machine_state(), sha256_of(script_path)
     log_path = os.path.join(folder, "log.txt")
     start = time.time()
