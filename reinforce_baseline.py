@@ -279,6 +279,11 @@ def approx_kl(logratio: torch.Tensor) -> torch.Tensor:
     return ((logratio.exp() - 1) - logratio).mean()
 
 
+def explained_variance(advantages: np.ndarray, values: np.ndarray) -> float:
+    # 1 − Var[V_targ − V] / Var[V_targ] with V_targ = Â + V: 1 is a perfect critic, 0 no better than a constant
+    return float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8))
+
+
 def pg_objective(logprob, advantages):
     # L^PG = Ê[log π_θ(a_t|s_t) Â_t]  (2): its gradient is the policy-gradient estimator ĝ (1)
     return (logprob * advantages).mean()
@@ -330,6 +335,10 @@ def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: 
         obs_rms.update(obs)
     obs = (obs - obs_rms.mean) / np.sqrt(obs_rms.var + 1e-8)
     return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
+
+
+# The carry's arrays, which a checkpoint holds besides its running statistics
+CARRIED = ("next_obs", "discounted_return", "episode_return", "episode_length")
 
 
 def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
@@ -426,13 +435,11 @@ def evaluate(args: Args) -> list:
     return returns
 
 
-def train(args: Args, ckpt: Optional[dict] = None) -> None:
-    batch_size = args.num_envs * args.num_steps
-    num_iterations = args.total_timesteps // batch_size
+def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
+    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
     new_run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
     run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
     os.makedirs(run_dir, exist_ok=True)
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     if args.track:
         import wandb
 
@@ -441,6 +448,136 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
     table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+    return run_dir, writer
+
+
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs: list, **progress) -> None:
+    """Everything --resume needs to continue exactly: flags, weights, optimizer, statistics, carry, RNG, env states."""
+    torch.save({
+        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+        "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
+        **{name: torch.from_numpy(getattr(carry, name)) for name in CARRIED},
+        "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(),
+    }, path + ".tmp")  # fmt: skip
+    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
+
+
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -> None:
+    agent.load_state_dict(ckpt["agent"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    carry.obs_rms.load(ckpt["obs_rms"])
+    carry.ret_rms.load(ckpt["ret_rms"])
+    vars(carry).update({name: ckpt[name].numpy() for name in CARRIED})
+    for env, state in zip(envs, ckpt["envs"]):
+        set_env_state(env, state)
+    torch.set_rng_state(ckpt["torch_rng"])
+
+
+def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
+    """episodes.csv, one row per finished episode; on resume, without the rows written after the checkpoint."""
+    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
+    if resumed_at is not None and os.path.exists(path):
+        with open(path) as f:
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
+    csv_file = open(path, "w", newline="")
+    csv.writer(csv_file).writerows(rows)
+    return csv_file
+
+
+def catch_stop_signals() -> list:
+    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
+    return stop
+
+
+def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: np.ndarray) -> dict:
+    """The (T, N) rollout as a batch of B = NT samples, with π_θold's means and log-probs in one forward pass."""
+    device = agent.actor_logstd.device
+    obs = torch.from_numpy(rollout["obs"].reshape(advantages.size, -1)).to(device)  # (B, obs_dim)
+    actions = torch.from_numpy(rollout["actions"].reshape(advantages.size, -1)).to(device)  # (B, act_dim)
+    with torch.inference_mode():
+        means = agent.actor_mean(obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
+        logstd = agent.actor_logstd.detach().clone()
+        logprobs = gaussian_log_prob(actions, means, logstd)  # (B,)
+    b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
+    b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
+    return {"obs": obs, "actions": actions, "logprobs": logprobs, "means": means, "logstd": logstd,
+            "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values}  # fmt: skip
+
+
+def update(agent: Agent, optimizer, batch: dict, args: Args) -> dict:
+    """Algorithm 1's step 3 for vanilla PG: K gradient steps on L^PG with the whole batch (K = 1: vanilla PG), then
+    fit the baseline V; then how far π moved from π_old and how well V fits, over the whole batch. Returns metrics."""
+    policy_advantages = batch["advantages"]
+    if args.norm_adv:
+        policy_advantages = (policy_advantages - policy_advantages.mean()) / (policy_advantages.std() + 1e-8)
+    for _epoch in range(args.update_epochs):
+        logprob = gaussian_log_prob(batch["actions"], agent.actor_mean(batch["obs"]), agent.actor_logstd)
+        loss = -pg_objective(logprob, policy_advantages)
+        if args.ent_coef:  # −(L^PG + c2 S[π]): A2C's entropy bonus
+            loss = loss - args.ent_coef * gaussian_entropy(agent.actor_logstd)
+        optimizer.zero_grad()
+        loss.backward()
+        if args.max_grad_norm:  # [not in paper] g ← g · min(1, max_grad_norm / ‖g‖), over π's gradient alone
+            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+        optimizer.step()
+    batch_size = len(batch["advantages"])
+    columns = [batch[key] for key in ("obs", "values", "returns")]
+    for _epoch in range(args.vf_epochs):
+        # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
+        perm = torch.randperm(batch_size, device=batch["advantages"].device)
+        minibatches = zip(*(x[perm].split(args.minibatch_size) for x in columns))
+        for mb_obs, mb_values, mb_returns in minibatches:
+            # c1 L^VF = c1 Ê[(V_θ(s_t) − V_targ)²]: regression on the returns (c1 = 1 but for A2C's 0.5)
+            loss = args.vf_coef * value_loss(agent.value(mb_obs), mb_values, mb_returns)
+            optimizer.zero_grad()
+            loss.backward()
+            if args.max_grad_norm:  # [not in paper] as above, over V's gradient alone (A2C's one network: both)
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            optimizer.step()
+    return diagnostics(agent, batch, policy_advantages)
+
+
+def diagnostics(agent: Agent, batch: dict, policy_advantages: torch.Tensor) -> dict:
+    """Over the whole batch, after the update: how far did π move from π_old, how well does V fit?"""
+    with torch.inference_mode():
+        mean, logstd = agent.actor_mean(batch["obs"]), agent.actor_logstd
+        logprob = gaussian_log_prob(batch["actions"], mean, logstd)
+        logratio, kl = logprob - batch["logprobs"], gaussian_kl(batch["means"], batch["logstd"], mean, logstd)
+        return {
+            "losses/policy_loss": -pg_objective(logprob, policy_advantages).item(),
+            "losses/value_loss": value_loss(agent.value(batch["obs"]), batch["values"], batch["returns"]).item(),
+            "losses/entropy": gaussian_entropy(logstd).item(),
+            "losses/approx_kl": approx_kl(logratio).item(),
+            "losses/kl": kl.mean().item(),
+        }
+
+
+def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
+    for episode_step, episode_return, length in episodes:
+        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
+        writer.add_scalar("charts/episodic_length", length, episode_step)
+    for name, value in metrics.items():
+        writer.add_scalar(name, value, global_step)
+
+
+def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
+    """A live line on a terminal; ten lines in a log file."""
+    tty = sys.stdout.isatty()
+    if tty or iteration % max(1, num_iterations // 10) == 0:
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+
+
+def train(args: Args, ckpt: Optional[dict] = None) -> None:
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    run_dir, writer = open_run(args, ckpt)
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
 
     # TRY NOT TO MODIFY: seeding
     np.random.seed(args.seed)
@@ -449,8 +586,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
     envs = make_envs(args, run_dir)
-    obs_dim, act_dim = envs[0].observation_space.shape[0], envs[0].action_space.shape[0]
-    agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
+    agent = Agent(envs[0].observation_space.shape[0], envs[0].action_space.shape[0], args.orthogonal_init).to(device)
     # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
     # two groups: the policy's and the value function's stepsizes; a step moves only the parameters with gradients
     policy_params = [*agent.actor_mean.parameters(), agent.actor_logstd]
@@ -464,43 +600,12 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         optimizer = torch.optim.Adam(groups, eps=args.adam_eps, fused=True)
     carry = start_carry(envs, args)
     global_step, start_iteration = 0, 1
-    arrays = ("next_obs", "discounted_return", "episode_return", "episode_length")  # the carry's, besides statistics
-    if ckpt is not None:
-        agent.load_state_dict(ckpt["agent"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        carry.obs_rms.load(ckpt["obs_rms"])
-        carry.ret_rms.load(ckpt["ret_rms"])
-        vars(carry).update({name: ckpt[name].numpy() for name in arrays})
-        for env, state in zip(envs, ckpt["envs"]):
-            set_env_state(env, state)
-        torch.set_rng_state(ckpt["torch_rng"])
+    if ckpt is not None:  # continue exactly where the checkpoint stopped
+        restore_checkpoint(ckpt, agent, optimizer, carry, envs)
         global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
-
-    def checkpoint(iteration: int) -> None:
-        torch.save({
-            "args": vars(args), "global_step": global_step, "iteration": iteration,
-            "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
-            "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
-            **{name: torch.from_numpy(getattr(carry, name)) for name in arrays},
-            "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(),
-        }, checkpoint_path + ".tmp")  # fmt: skip
-        os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
-
-    # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
-    csv_path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
-    if ckpt is not None and os.path.exists(csv_path):
-        with open(csv_path) as f:
-            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
-    csv_file = open(csv_path, "w", newline="")
-    episodes_csv = csv.writer(csv_file)
-    episodes_csv.writerows(rows)
-
-    # Ctrl-C or SIGTERM: note it (a second one kills), finish the iteration in progress, save a checkpoint, then exit
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
-    tty, recent_returns = sys.stdout.isatty(), []
-    start_time, start_step = time.time(), global_step
+    csv_file = open_episodes_csv(run_dir, global_step if ckpt else None)
+    stop = catch_stop_signals()  # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit
+    recent_returns, start_time, start_step = [], time.time(), global_step
 
     for iteration in range(start_iteration, num_iterations + 1):
         if args.anneal_lr:  # [not in paper for MuJoCo] α anneals linearly from 1 to 0
@@ -508,88 +613,34 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
                 group["lr"] = (1.0 - (iteration - 1.0) / num_iterations) * lr
 
         # ALG STEP 1: run policy π_θold for T timesteps in each of the N environments
-        episodes = []
+        episodes = []  # (global step, return, length) of the episodes that end in this rollout
         rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
         global_step += batch_size
 
-        # ALG STEP 2: advantage estimates Â_1..Â_T, and the batch's old log-probs in one forward pass
+        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T, and the batch with π_θold's log-probs
         advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
-        b_obs = torch.from_numpy(rollout["obs"].reshape(batch_size, obs_dim)).to(device)  # (B, obs_dim)
-        b_actions = torch.from_numpy(rollout["actions"].reshape(batch_size, act_dim)).to(device)  # (B, act_dim)
-        with torch.inference_mode():
-            b_means = agent.actor_mean(b_obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
-            old_logstd = agent.actor_logstd.detach().clone()
-            b_logprobs = gaussian_log_prob(b_actions, b_means, old_logstd)  # (B,)
-        b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
-        b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
-        b_returns = b_advantages + b_values  # V_targ = Â + V_old
+        batch = flatten_batch(agent, rollout, advantages, values)
 
         # ALG STEP 3: K gradient steps on L^PG with the whole batch (K = 1: vanilla PG), then fit the baseline V
-        policy_advantages = b_advantages
-        if args.norm_adv:
-            policy_advantages = (b_advantages - b_advantages.mean()) / (b_advantages.std() + 1e-8)
-        for _epoch in range(args.update_epochs):
-            logprob = gaussian_log_prob(b_actions, agent.actor_mean(b_obs), agent.actor_logstd)
-            loss = -pg_objective(logprob, policy_advantages)
-            if args.ent_coef:  # −(L^PG + c2 S[π]): A2C's entropy bonus
-                loss = loss - args.ent_coef * gaussian_entropy(agent.actor_logstd)
-            optimizer.zero_grad()
-            loss.backward()
-            if args.max_grad_norm:  # [not in paper] g ← g · min(1, max_grad_norm / ‖g‖), over π's gradient alone
-                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-            optimizer.step()
-        batch = (b_obs, b_values, b_returns)
-        for _epoch in range(args.vf_epochs):
-            # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
-            perm = torch.randperm(batch_size, device=device)
-            minibatches = zip(*(x[perm].split(args.minibatch_size) for x in batch))
-            for mb_obs, mb_values, mb_returns in minibatches:
-                # c1 L^VF = c1 Ê[(V_θ(s_t) − V_targ)²]: regression on the returns (c1 = 1 but for A2C's 0.5)
-                loss = args.vf_coef * value_loss(agent.value(mb_obs), mb_values, mb_returns)
-                optimizer.zero_grad()
-                loss.backward()
-                if args.max_grad_norm:  # [not in paper] as above, over V's gradient alone (A2C's one network: both)
-                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-                optimizer.step()
+        metrics = update(agent, optimizer, batch, args)
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
-
-        # Diagnostics over the whole batch, after the update: how far did π move from π_old, how well does V fit?
-        with torch.inference_mode():
-            mean, logstd = agent.actor_mean(b_obs), agent.actor_logstd
-            logprob = gaussian_log_prob(b_actions, mean, logstd)
-            logratio, kl = logprob - b_logprobs, gaussian_kl(b_means, old_logstd, mean, logstd)
-            metrics = {
-                "losses/policy_loss": -pg_objective(logprob, policy_advantages).item(),
-                "losses/value_loss": value_loss(agent.value(b_obs), b_values, b_returns).item(),
-                "losses/entropy": gaussian_entropy(logstd).item(),
-                "losses/approx_kl": approx_kl(logratio).item(),
-                "losses/kl": kl.mean().item(),
-                # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
-                "losses/explained_variance": float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)),
-            }
+        metrics["losses/explained_variance"] = explained_variance(advantages, values)
         if args.adaptive_lr:  # the policy's next stepsize; it lives in the optimizer's state, so checkpoints keep it
             policy_group = optimizer.param_groups[0]
             policy_group["lr"] = adapt_stepsize(policy_group["lr"], metrics["losses/kl"], args.kl_target)
 
         # TRY NOT TO MODIFY: logging, checkpoints, progress
-        for step, ret, length in episodes:
-            writer.add_scalar("charts/episodic_return", ret, step)
-            writer.add_scalar("charts/episodic_length", length, step)
-            episodes_csv.writerow([step, ret, length])
+        csv.writer(csv_file).writerows(episodes)
         csv_file.flush()
-        recent_returns = (recent_returns + [ret for _, ret, _ in episodes])[-100:]
+        recent_returns = (recent_returns + [episode_return for _, episode_return, _ in episodes])[-100:]
         sps = int((global_step - start_step) / (time.time() - start_time))
         metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
-        for name, value in metrics.items():
-            writer.add_scalar(name, value, global_step)
+        log_metrics(writer, episodes, metrics, global_step)
         if args.save_model or stop:
-            checkpoint(iteration)
-        if tty or iteration % max(1, num_iterations // 10) == 0:  # a live line on a terminal; ten lines in a log file
-            recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
-            eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
-            line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
-            print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+            save_checkpoint(checkpoint_path, args, agent, optimizer, carry, envs, global_step=global_step,
+                            iteration=iteration)  # fmt: skip
+        print_progress(iteration, num_iterations, global_step, sps, recent_returns, args)
         if stop:
             writer.close()  # flush the last iterations' events: TensorBoard writes them in batches
             print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")

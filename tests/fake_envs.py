@@ -47,7 +47,24 @@ class DiscreteEnv(ChainEnv):
         self.action_space = gym.spaces.Discrete(2)
 
 
+class BanditEnv(gym.Env):
+    """One constant observation; the reward is −a²: actions near 0 are better, so a policy-gradient step on a batch
+    of it must narrow the Gaussian (its log-std, and so the logged entropy, falls). A time limit ends each episode."""
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float64)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2), {}
+
+    def step(self, action):
+        return np.zeros(2), -(float(action[0]) ** 2), False, False, {}
+
+
 gym.register("Chain-v0", entry_point=ChainEnv, max_episode_steps=3)
 gym.register("ChainTerminal-v0", entry_point=ChainEnv, max_episode_steps=100, kwargs={"terminate_at": 2})
 gym.register("ChainNan-v0", entry_point=ChainEnv, max_episode_steps=50, kwargs={"nan_at": 300})
 gym.register("ChainDiscrete-v0", entry_point=DiscreteEnv, max_episode_steps=3)
+gym.register("Bandit-v0", entry_point=BanditEnv, max_episode_steps=16)

@@ -2,13 +2,22 @@
 
 import csv
 import glob
+import importlib
 import os
+import signal
 import subprocess
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The scripts that share ppo_continuous.py's skeleton: the shared behaviour is tested on each of them
 SCRIPTS = ["ppo_continuous.py", "trpo.py", "reinforce_baseline.py"]
+
+
+def script_modules() -> list:
+    """SCRIPTS as pytest parameters: each script imported as a module, named by its file."""
+    return [pytest.param(importlib.import_module(script.removesuffix(".py")), id=script) for script in SCRIPTS]
 
 
 def run_script(script: str, *flags: str, cwd, timeout: float = 300, wait: bool = True, stdout=subprocess.PIPE):
@@ -18,6 +27,24 @@ def run_script(script: str, *flags: str, cwd, timeout: float = 300, wait: bool =
     if not wait:
         return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
     return subprocess.run(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
+
+
+def train_in_process(module, *flags: str) -> None:
+    """`python script flags` without a new interpreter, whose imports take seconds: parse, validate and train in the
+    current folder as the script's main does. train() owns the process when run as a script, so pytest's signal
+    handlers and torch's thread count are given back afterwards."""
+    import torch
+    import tyro
+
+    args = tyro.cli(module.Args, args=list(flags))
+    module.validate(args)
+    handlers, threads = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}, torch.get_num_threads()
+    try:
+        module.train(args)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        torch.set_num_threads(threads)
 
 
 def only_run_dir(cwd) -> str:

@@ -1,4 +1,5 @@
-"""The seed's worked numbers (shared/seeds/000) and the paper's properties, through ppo_continuous.py's functions."""
+"""The seed's worked numbers (shared/seeds/000) and the paper's properties, through ppo_continuous.py's functions;
+the math every MuJoCo script keeps its own copy of (Gaussian, running statistics, NumPy policy) in each of them."""
 
 import math
 
@@ -9,6 +10,9 @@ from torch.distributions import Categorical, Normal, kl_divergence
 
 import ppo_atari
 import ppo_continuous as ppo
+from tests.helpers import script_modules
+
+MODULES = script_modules()  # the MuJoCo scripts, which share their skeleton
 
 # The seed's batch: (action, advantage) for C, A, B; actions 0, 1, 2 are A, B, C
 ACTIONS = torch.tensor([2, 0, 1])
@@ -86,15 +90,18 @@ def test_adaptive_beta_rule():
     assert ppo.update_kl_beta(3.0, 0.015, 0.01) == 3.0
 
 
-def test_gaussian_functions_match_torch_distributions():
+@pytest.mark.parametrize("module", MODULES)
+def test_gaussian_functions_match_torch_distributions(module):
     torch.manual_seed(0)
     mean_old, mean, action = torch.randn(5, 3), torch.randn(5, 3), torch.randn(5, 3)
     logstd_old, logstd = torch.randn(3) * 0.3, torch.randn(3) * 0.3
     old, new = Normal(mean_old, logstd_old.exp()), Normal(mean, logstd.exp())
-    torch.testing.assert_close(ppo.gaussian_log_prob(action, mean, logstd), new.log_prob(action).sum(-1))
-    torch.testing.assert_close(ppo.gaussian_entropy(logstd), new.entropy()[0].sum())
-    torch.testing.assert_close(ppo.gaussian_kl(mean_old, logstd_old, mean, logstd), kl_divergence(old, new).sum(-1))
-    assert ppo.gaussian_kl(mean, logstd, mean, logstd).abs().max().item() < 1e-6
+    torch.testing.assert_close(module.gaussian_log_prob(action, mean, logstd), new.log_prob(action).sum(-1))
+    torch.testing.assert_close(module.gaussian_entropy(logstd), new.entropy()[0].sum())
+    kl = module.gaussian_kl(mean_old, logstd_old, mean, logstd)
+    torch.testing.assert_close(kl, kl_divergence(old, new).sum(-1))  # KL[π_old, π]
+    assert (kl - kl_divergence(new, old).sum(-1)).abs().min() > 0.01  # not KL[π, π_old]: the inputs tell them apart
+    assert module.gaussian_kl(mean, logstd, mean, logstd).abs().max().item() < 1e-6
 
 
 def test_value_clipping_takes_the_larger_error():
@@ -117,8 +124,9 @@ def test_advantages_are_normalized_within_each_minibatch(script, minibatch_size)
         assert abs(mb.mean().item()) < 1e-5 and mb.std().item() == pytest.approx(1.0, abs=1e-5)
 
 
-def test_running_mean_std_matches_numpy():
-    rms, data = ppo.RunningMeanStd(3), np.random.default_rng(0).normal(2.0, 3.0, (500, 3))
+@pytest.mark.parametrize("module", MODULES)
+def test_running_mean_std_matches_numpy(module):
+    rms, data = module.RunningMeanStd(3), np.random.default_rng(0).normal(2.0, 3.0, (500, 3))
     for chunk in np.split(data, [1, 7, 100, 260]):
         rms.update(chunk)
     np.testing.assert_allclose(rms.mean, data.mean(0), rtol=1e-5)
@@ -126,9 +134,10 @@ def test_running_mean_std_matches_numpy():
     assert math.isclose(rms.count, 500, rel_tol=1e-6)
 
 
-def test_numpy_policy_mean_matches_the_torch_network():
+@pytest.mark.parametrize("module", MODULES)
+def test_numpy_policy_mean_matches_the_torch_network(module):
     torch.manual_seed(0)
-    agent = ppo.Agent(11, 3, orthogonal=False)
+    agent = module.Agent(11, 3, orthogonal=False)
     obs = torch.randn(5, 11)
     with torch.no_grad():
         expected = agent.actor_mean(obs).numpy()

@@ -1,18 +1,17 @@
 """Vanilla policy gradient (reinforce_baseline.py): the seed's §2.1 numbers, the destructive reuse of a batch, and
 Figure 3's other baselines (§6.2) as flags of the script: vanilla PG with an adaptive stepsize, and A2C."""
 
+import math
 import os
 import shlex
-import signal
 
 import pytest
 import torch
-import tyro
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 import reinforce_baseline
 from benchmark import presets
-from tests.helpers import only_run_dir, read_episodes, run_script, scalars
+from tests.helpers import only_run_dir, read_episodes, run_script, scalars, train_in_process
 
 # The two Figure 3 methods exactly as the figure3 grid runs them (benchmark/presets.py gives the source of each value)
 VPG_ADAPTIVE = shlex.split(presets.VPG_ADAPTIVE)
@@ -63,8 +62,6 @@ def test_adaptive_stepsize_logs_a_learning_rate_that_follows_the_kl(tmp_path):
 
 def test_a2c_flags_take_one_policy_step_and_one_value_step_per_batch(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args = tyro.cli(reinforce_baseline.Args, args=[*A2C, "--env-id", "InvertedPendulum-v4", "--total-timesteps", "400"])
-    reinforce_baseline.validate(args)
     steps = []  # per optimizer.step: the optimizer, and which of its groups (policy, value) has gradients
 
     def record(optimizer, *_):
@@ -73,17 +70,24 @@ def test_a2c_flags_take_one_policy_step_and_one_value_step_per_batch(tmp_path, m
         steps.append((type(optimizer).__name__, group["alpha"], group["eps"], moved))
 
     hook = register_optimizer_step_pre_hook(record)
-    handlers, threads = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}, torch.get_num_threads()
     try:
-        reinforce_baseline.train(args)
-    finally:  # train() owns the process when run as a script: give pytest's signal handlers and threads back
+        train_in_process(reinforce_baseline, *A2C, "--env-id", "InvertedPendulum-v4", "--total-timesteps", "400")
+    finally:
         hook.remove()
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-        torch.set_num_threads(threads)
     # 400 steps = 5 batches of 16 actors x 5 steps; in each, one RMSProp step on π's loss, then one on V's
     policy_step, value_step = ("RMSprop", 0.99, 1e-5, (True, False)), ("RMSprop", 0.99, 1e-5, (False, True))
     assert steps == [policy_step, value_step] * 5
+
+
+def test_one_vanilla_pg_step_makes_the_better_actions_more_likely(tmp_path, monkeypatch):
+    # Bandit-v0 pays −a²: the actions nearest π's mean 0 have the positive advantages, and ∂ log π(a)/∂ log σ = z² − 1
+    # is negative for them (z = a/σ), so ascending L^PG narrows π: log σ falls, and their log-probs rise. Adam's
+    # first step moves each weight by its stepsize α against the loss gradient: log σ goes from 0 to −α exactly.
+    monkeypatch.chdir(tmp_path)
+    flags = ["--env-id", "tests.fake_envs:Bandit-v0", "--num-steps", "256", "--total-timesteps", "256"]
+    train_in_process(reinforce_baseline, *flags, "--learning-rate", "3e-4")
+    (entropy,) = scalars(only_run_dir(tmp_path), "losses/entropy")  # Σ_i log σ_i + ½ log 2πe, after the step
+    assert entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e) - 3e-4, abs=1e-6)
 
 
 @pytest.mark.parametrize("flags, total_timesteps", [(VPG_ADAPTIVE, 163840), (A2C, 100000)], ids=["vpg-adaptive", "a2c"])

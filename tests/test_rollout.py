@@ -9,15 +9,13 @@ import pytest
 import torch
 import torch.nn as nn
 
-import ppo_continuous
-import reinforce_baseline
-import trpo
+from tests.helpers import script_modules
 
 T, N = 7, 2  # two full episodes of 3 steps, then one step of a third; two envs in lockstep
 
 
 # The rollout is shared skeleton: each script must get every case right
-MODULES = [ppo_continuous, trpo, reinforce_baseline]
+MODULES = script_modules()
 
 
 def rollout(ppo, env_id: str, bootstrap_truncated: bool = True):
@@ -92,3 +90,25 @@ def test_bootstrap_values_cases(ppo):
     off = ppo.bootstrap_values(values, final, np.array([9.0]), terminated, truncated, False)
     assert on[:, 0].tolist() == [2.0, 0.0, 50.0, 9.0]  # next value, terminal 0, V(final obs), rollout end
     assert off[:, 0].tolist() == [2.0, 0.0, 0.0, 9.0]
+
+
+@pytest.mark.parametrize("ppo", MODULES)
+def test_gae_cuts_an_episode_that_ends_mid_rollout(ppo):
+    # Two envs, four steps, r = 1 and V(s_t) = (2, 4, 2, 4) in both, V = 8 after the rollout; γ = 0.5, λ = 0.5.
+    # Env 0's episode terminates at t = 1, env 1's is truncated there, and V(its real final observation) = 12.
+    rewards, values = np.ones((4, 2)), np.array([[2.0, 2.0], [4.0, 4.0], [2.0, 2.0], [4.0, 4.0]])
+    final_values = np.zeros((4, 2))
+    final_values[1, 1] = 12.0
+    terminated, truncated = np.zeros((2, 4, 2), dtype=bool)
+    terminated[1, 0] = truncated[1, 1] = True
+    next_values = ppo.bootstrap_values(values, final_values, np.array([8.0, 8.0]), terminated, truncated)
+    assert next_values.tolist() == [[4, 4], [0, 12], [4, 4], [8, 8]]  # V(s_t+1): 0 after a termination
+    dones = (terminated | truncated).astype(np.float64)
+    advantages = ppo.compute_gae(rewards, values, next_values, dones, 0.5, 0.5)
+    # δ_t = r + γ V(s_t+1) − V(s_t) = (1, −3, 1, 1) for env 0 and (1, 3, 1, 1) for env 1. From the end, Â = δ + γλ Â':
+    # Â_3 = 1, Â_2 = 1 + 0.25 = 1.25; the episode ended at t = 1, so Â_1 = δ_1 alone; Â_0 = 1 + 0.25 Â_1
+    assert advantages[:, 0].tolist() == [0.25, -3.0, 1.25, 1.0]
+    assert advantages[:, 1].tolist() == [1.75, 3.0, 1.25, 1.0]
+    # λ = 1, env 1: each Â_t + V(s_t) is the discounted return of its own episode, bootstrapped at its end
+    monte_carlo = ppo.compute_gae(rewards, values, next_values, dones, 0.5, 1.0)[:, 1] + values[:, 1]
+    assert monte_carlo.tolist() == [1 + 0.5 * (1 + 0.5 * 12), 1 + 0.5 * 12, 1 + 0.5 * (1 + 0.5 * 8), 1 + 0.5 * 8]

@@ -1,5 +1,6 @@
 """End to end, as a user runs it: learning, determinism, interrupt and resume, evaluation of a saved model."""
 
+import math
 import os
 import shlex
 import signal
@@ -9,7 +10,16 @@ import pytest
 import torch
 
 from benchmark import presets
-from tests.helpers import SCRIPTS, only_run_dir, read_episodes, run_script, scalar_tags
+from tests.helpers import (
+    SCRIPTS,
+    only_run_dir,
+    read_episodes,
+    run_script,
+    scalar_tags,
+    scalars,
+    script_modules,
+    train_in_process,
+)
 
 # Learning on InvertedPendulum-v4 within about 40 s each. PPO and TRPO use their defaults (Table 3 for PPO).
 # Vanilla PG takes one gradient step per batch, so it gets smaller batches and a larger stepsize to learn in time.
@@ -51,6 +61,17 @@ def test_learns_inverted_pendulum_and_evaluates_the_saved_model(tmp_path, script
     assert proc.returncode == 0, proc.stderr
     mean_return = float(proc.stdout.split("mean return")[1].split()[0])
     assert mean_return >= 500, proc.stdout
+
+
+@pytest.mark.parametrize("module", script_modules())
+def test_each_update_makes_the_better_actions_more_likely(tmp_path, monkeypatch, module):
+    # Bandit-v0 pays −a², so the actions nearest π's mean (0) have the positive advantages: every update must narrow
+    # π, and the logged entropy (log σ + ½ log 2πe, log σ = 0 at the start) falls batch after batch. An update that
+    # climbs the wrong way (the policy gradient's sign flipped, the ratio inverted to π_old / π) widens π instead.
+    monkeypatch.chdir(tmp_path)
+    train_in_process(module, "--env-id", "tests.fake_envs:Bandit-v0", "--num-steps", "256", "--total-timesteps", "512")
+    entropy = scalars(only_run_dir(tmp_path), "losses/entropy")
+    assert len(entropy) == 2 and 0.5 * math.log(2 * math.pi * math.e) > entropy[0] > entropy[1], entropy
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

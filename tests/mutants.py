@@ -1,0 +1,185 @@
+"""Break the scripts on purpose, one break at a time, and check that the fast tests catch every break.
+
+    python -m tests.mutants               # every break; exit 1 if one survived or no longer matches its script
+    python -m tests.mutants -k trpo       # only the breaks whose name contains "trpo"
+    python -m tests.mutants --list        # the breaks, and whether each still matches its script; runs nothing
+    python -m tests.mutants --all         # name every fast test that fails on each break, not only the first
+
+Each break is (script, exact source text, replacement, name). The repo's code and tests are copied to a scratch
+folder once. The unbroken copy must pass the fast tests first; then, for each break, its text is replaced in the
+copy, the fast tests run (stopping at the first failure, unless --all) and the original is put back. A break is
+CAUGHT when a test fails, SURVIVED when all pass. Its text must occur exactly once in its script: a text that no
+longer matches (the scripts get refactored) is reported as STALE, never skipped in silence.
+
+Not a test module itself (pytest collects test_*.py only); tests/test_mutants.py checks that every text matches.
+"""
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import NamedTuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Break(NamedTuple):
+    script: str
+    text: str
+    replacement: str
+    name: str
+
+
+BREAKS = [
+    # TRPO: the step, the trust region and the line search
+    Break("trpo.py", "gaussian_kl(old_means, old_logstd, mean, logstd)",
+          "gaussian_kl(mean, logstd, old_means, old_logstd)", "trpo: KL[pi, pi_old] instead of KL[pi_old, pi]"),
+    Break("trpo.py", "full_step = torch.sqrt(", "full_step = 0.25 * torch.sqrt(", "trpo: full step x 0.25"),
+    Break("trpo.py", "full_step = torch.sqrt(", "full_step = 25 * torch.sqrt(", "trpo: full step x 25"),
+    Break("trpo.py", "x = conjugate_gradient(fvp, g, args.cg_iters)", "x = g", "trpo: x = g, no conjugate gradient"),
+    Break("trpo.py", "if kl <= max_kl and surrogate_new > surrogate_old:", "if kl <= max_kl:",
+          "trpo: line search without 'surrogate improved'"),
+    # vanilla PG
+    Break("reinforce_baseline.py", "loss = -pg_objective(", "loss = pg_objective(",
+          "reinforce_baseline: policy gradient sign flipped"),
+    # PPO: the ratio and L^CLIP
+    Break("ppo_continuous.py", "ratio = (gaussian_log_prob(mb_actions, mean, logstd) - mb_logprobs).exp()",
+          "ratio = (mb_logprobs - gaussian_log_prob(mb_actions, mean, logstd)).exp()",
+          "ppo_continuous: update's ratio inverted, pi_old / pi"),
+    Break("ppo_continuous.py", "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(1 + clip_coef, 1 - clip_coef)",
+          "ppo_continuous: clip range turned around"),
+    Break("ppo_continuous.py", "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(max=1 + clip_coef)",
+          "ppo_continuous: ratio clipped above only"),
+    Break("ppo_continuous.py", "torch.min(ratio * advantages", "torch.max(ratio * advantages",
+          "ppo_continuous: max in L^CLIP"),
+    # PPO: GAE and the bootstrap at episode ends
+    Break("ppo_continuous.py", "np.where(terminated, 0.0, next_values)", "np.where(False, 0.0, next_values)",
+          "ppo_continuous: termination bootstraps from the reset observation"),
+    Break("ppo_continuous.py", "dones = (terminated | truncated)", "dones = (terminated)",
+          "ppo_continuous: truncation does not end the GAE sum"),
+    Break("ppo_continuous.py", "raw_final_obs[i] = raw_obs[i]", "raw_final_obs[i] = env.reset()[0]",
+          "ppo_continuous: final observation taken after the reset"),
+    # the skeleton's GAE and truncation bootstrap, in each script's copy
+    *(Break(script, "decay = gamma * gae_lambda * (1.0 - dones)", "decay = gamma * gae_lambda * np.ones_like(dones)",
+            f"{script[:-3]}: GAE without its done mask")
+      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py")),
+    *(Break(script, "final_values if bootstrap_truncated else 0.0", "next_values if bootstrap_truncated else 0.0",
+            f"{script[:-3]}: truncation bootstraps from the reset observation")
+      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py")),
+    # the copies of the shared math in trpo.py and reinforce_baseline.py
+    Break("trpo.py", "(var_old + (mean_old - mean) ** 2) / (2 * var)", "(var + (mean_old - mean) ** 2) / (2 * var_old)",
+          "trpo: gaussian_kl's variances swapped"),
+    Break("trpo.py", "math.log(2 * math.pi * math.e)", "math.log(2 * math.pi)", "trpo: gaussian_entropy without e"),
+    Break("trpo.py", "@ w3 + b3", "@ w3", "trpo: numpy_mean without its last bias"),
+    Break("reinforce_baseline.py", "** 2 - logstd - 0.5 * math.log(2 * math.pi)", "** 2 - 0.5 * math.log(2 * math.pi)",
+          "reinforce_baseline: gaussian_log_prob without -log sigma"),
+    Break("reinforce_baseline.py", "(diff * (x - mean)).sum(0)", "(diff * diff).sum(0)",
+          "reinforce_baseline: RunningMeanStd's variance update"),
+]  # fmt: skip
+
+# The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
+# Cheapest first, so that -x stops early. About 30 s on this 2-core machine with both cores busy with other work.
+FAST_TESTS = [
+    "tests/test_ppo_math.py",
+    "tests/test_rollout.py",
+    "tests/test_trpo.py",
+    "tests/test_reinforce.py::test_seed_policy_gradient_through_the_scripts_loss",
+    "tests/test_reinforce.py::test_one_vanilla_pg_step_makes_the_better_actions_more_likely",
+    "tests/test_training.py::test_each_update_makes_the_better_actions_more_likely",
+]
+
+
+def occurrences(brk: Break, root: str = ROOT) -> int:
+    with open(os.path.join(root, brk.script)) as f:
+        return f.read().count(brk.text)
+
+
+def copy_repo(destination: str) -> None:
+    """What the fast tests need: the top-level scripts, tests/ and benchmark/'s modules, as they are in the tree."""
+    for pattern in ("*.py", "pyproject.toml", "tests/*.py", "benchmark/*.py"):
+        for path in glob.glob(os.path.join(ROOT, pattern)):
+            target = os.path.join(destination, os.path.relpath(path, ROOT))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(path, target)
+
+
+def run_fast_tests(scratch: str, timeout: float, stop_at_first: bool) -> tuple[str, list[str], float, str]:
+    """(outcome, failed tests, seconds, output): outcome is "passed", "failed" or "timeout"."""
+    # no bytecode: a patched file of the same size and mtime second must not load a stale .pyc
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": scratch}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *(["-x"] if stop_at_first else []),
+           *FAST_TESTS]  # fmt: skip
+    start = time.time()
+    proc = subprocess.Popen(cmd, cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)  # the pytest run and anything it started
+        output, _ = proc.communicate()
+        return "timeout", [], time.time() - start, output
+    if proc.returncode == 0:
+        return "passed", [], time.time() - start, output
+    failed = re.findall(r"^(?:FAILED|ERROR) (\S+)", output, re.MULTILINE) or [f"pytest's exit code {proc.returncode}"]
+    return "failed", failed, time.time() - start, output
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-k", default="", help="only the breaks whose name contains this")
+    parser.add_argument("--list", action="store_true", help="list the breaks and whether each matches; run nothing")
+    parser.add_argument("--all", action="store_true", help="run every fast test on each break, naming all that fail")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds for one run of the fast tests")
+    opts = parser.parse_args()
+    breaks = [b for b in BREAKS if opts.k in b.name]
+    width = max(len(b.name) for b in breaks)
+    stale = [b for b in breaks if occurrences(b) != 1]
+    for b in stale:
+        print(f"{b.name:{width}}  STALE: found {occurrences(b)} times in {b.script}, not once: {b.text!r}")
+    if opts.list:
+        for b in breaks:
+            if b not in stale:
+                print(f"{b.name:{width}}  {b.script}: {b.text!r} -> {b.replacement!r}")
+        return int(bool(stale))
+    if len(stale) == len(breaks):
+        return 1
+
+    with tempfile.TemporaryDirectory(prefix="mutants-") as scratch:
+        copy_repo(scratch)
+        outcome, failed, seconds, output = run_fast_tests(scratch, opts.timeout, stop_at_first=False)
+        if outcome != "passed":
+            print(output[-5000:])
+            print(f"the unbroken code does not pass the fast tests ({outcome}: {', '.join(failed)}); nothing to test")
+            return 2
+        print(f"{'unbroken code':{width}}  passes the fast tests ({seconds:.0f} s)", flush=True)
+        survived = []
+        for b in breaks:
+            if b in stale:
+                continue
+            path = os.path.join(scratch, b.script)
+            with open(path) as f:
+                original = f.read()
+            try:
+                with open(path, "w") as f:
+                    f.write(original.replace(b.text, b.replacement))
+                outcome, failed, seconds, _ = run_fast_tests(scratch, opts.timeout, stop_at_first=not opts.all)
+            finally:
+                with open(path, "w") as f:
+                    f.write(original)
+            if outcome == "passed":
+                survived.append(b)
+            verdict = {"passed": "SURVIVED", "failed": f"CAUGHT by {', '.join(failed)}",
+                       "timeout": f"CAUGHT by the timeout: the fast tests ran over {opts.timeout:.0f} s"}  # fmt: skip
+            print(f"{b.name:{width}}  {verdict[outcome]} ({seconds:.0f} s)", flush=True)
+    print(f"{len(breaks) - len(survived) - len(stale)} of {len(breaks)} caught, {len(survived)} survived, "
+          f"{len(stale)} stale")  # fmt: skip
+    return int(bool(survived or stale))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
