@@ -173,12 +173,12 @@ def stratified_ci(strata: list[np.ndarray], statistic, resamples: int, seed: int
     """95% percentile bootstrap interval of statistic(all runs), resampling the runs (seeds) within each stratum
     (task) independently: scipy.stats.bootstrap with one sample per task, unpaired. A task with one run is fixed."""
     pooled = np.concatenate(strata)
-    if np.ptp(pooled) == 0:  # every resample gives the same value
-        return float(pooled[0]), float(pooled[0])
     varying = [np.asarray(s, float) for s in strata if len(s) > 1]
     fixed = np.concatenate([s for s in strata if len(s) <= 1] + [np.zeros(0)])
-    if not varying:
+    if not varying:  # one run per task: nothing to resample
         return float("nan"), float("nan")
+    if np.ptp(pooled) == 0:  # every resample gives the same value
+        return float(pooled[0]), float(pooled[0])
 
     def pooled_statistic(*samples, axis=-1):
         samples = [np.moveaxis(s, axis, -1) for s in samples]
@@ -270,7 +270,7 @@ def scale_text(rows: list[dict], summary_rows: list[dict], length: int) -> str:
     tasks = max(r["tasks"] for r in summary_rows)
     seeds = sorted({r["n"] // max(r["tasks"], 1) for r in summary_rows})
     seed_text = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    return f"{tasks} tasks x {seed_text} seeds x {steps_text(length)} steps"
+    return f"{tasks} tasks x {seed_text} seed{'' if seed_text == '1' else 's'} x {steps_text(length)} steps"
 
 
 def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> str:
