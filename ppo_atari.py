@@ -2,9 +2,11 @@
 
 Defaults are Table 5 (8 actors, T=128, Adam 2.5e-4 × α, 3 epochs, minibatch 32 × 8, gamma 0.99, lambda 0.95,
 eps 0.1 × α, c1 = 1, c2 = 0.01, α annealed from 1 to 0 over 10M steps). The envs are ale-py's C++ AtariVectorEnv
-(no-op starts, frame skip 4 with max-pooling, 84x84 grayscale, a stack of 4, fire on reset, no sticky actions).
-The agent learns from sign-clipped rewards with a lost life ending the episode for bootstrapping; the logged return
-is the real score of a whole game, over all its lives. Same skeleton as ppo_continuous.py.
+(no-op starts, frame skip 4 with max-pooling, 84x84 grayscale, a stack of 4, FIRE on reset; sticky actions as the id
+registers them: none for -v4 ids and bare names, the paper's protocol, 0.25 for ALE/...-v5). As the paper's
+openai/baselines wrappers, a lost life ends the episode for bootstrapping and the next action is FIRE (not trained
+on); the agent learns from sign-clipped rewards, and the logged return is the real score of a whole game, over all
+its lives. Same skeleton as ppo_continuous.py.
 
     python ppo_atari.py --env-id BreakoutNoFrameskip-v4
 """
@@ -25,7 +27,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import tyro
-from ale_py import roms
+from ale_py import Action, roms
 from ale_py.vector_env import AtariVectorEnv
 from torch.utils.tensorboard import SummaryWriter
 
@@ -37,7 +39,10 @@ class Args:
     seed: int = 1
     """seed of torch and the environments: the same seed on the same machine gives the same returns, bit for bit"""
     cuda: bool = True
-    """train on a GPU when one is present (the CNN wants it); --no-cuda forces the CPU"""
+    """train on a GPU when one is present (the CNN wants it); the first line printed names the device; --no-cuda: CPU"""
+    torch_deterministic: bool = True
+    """on a GPU: cuDNN's deterministic algorithms, TF32 off, deterministic cuBLAS, so that a seed repeats bit for bit;
+    --no-torch-deterministic trades that for speed. No effect on the CPU, which repeats either way"""
     track: bool = False
     """also log to Weights & Biases (works without an account under WANDB_MODE=offline)"""
     wandb_project_name: str = "ppo-paper"
@@ -49,15 +54,20 @@ class Args:
     save_interval: int = 10
     """iterations between checkpoints when --save-model is on"""
     resume: Optional[str] = None
-    """continue the run saved in this checkpoint exactly where it stopped; the checkpoint's flags are used"""
+    """continue the run saved in this checkpoint with its flags: the learner exactly (weights, optimizer, RNG, step),
+    in new games (ale-py cannot save its emulators)"""
     eval_checkpoint: Optional[str] = None
-    """instead of training, run the deterministic policy of this checkpoint and print its mean return"""
+    """instead of training, play this checkpoint's policy (sampled from π, seeded: the same mean every time)"""
     eval_episodes: int = 10
     """episodes for --eval-checkpoint"""
+    eval_greedy: bool = False
+    """evaluate the most probable action instead of a sample: off by default, since π is the policy PPO trained and
+    the paper scored, and a greedy Atari policy can repeat itself until the 108,000-frame limit"""
 
     # Table 5 of the paper
     env_id: str = "BreakoutNoFrameskip-v4"
-    """an Atari game: BreakoutNoFrameskip-v4, ALE/Breakout-v5 or breakout all name the same ROM"""
+    """an Atari game: BreakoutNoFrameskip-v4, ALE/Breakout-v5 or breakout name the same ROM; the id sets the sticky
+    actions (v4 and a bare name: none, the paper's protocol; ALE/...-v5: 0.25, gymnasium's v5 protocol)"""
     total_timesteps: int = 10_000_000
     """agent steps in all (Table 5: 10M steps = 40M frames)"""
     num_envs: int = 8
@@ -104,7 +114,17 @@ class Args:
     clip_reward: bool = True
     """learn from sign(r) in {-1, 0, 1}, as the paper's Atari code did; the logged return stays the real score"""
     life_loss_done: bool = True
-    """a lost life ends the episode for bootstrapping and GAE (the game itself goes on, with no reset)"""
+    """a lost life ends the episode for bootstrapping and GAE (the game itself goes on, with no reset), as the paper's
+    openai/baselines EpisodicLifeEnv"""
+    fire_on_life_loss: bool = True
+    """after a lost life the next action is FIRE, which serves the ball in Breakout, as the paper's openai/baselines
+    wrappers do (FireResetEnv on reset after each life); the forced step is not trained on, its reward counts in the
+    score. Off: the agent must learn to serve, and a game where it does not runs to the time limit"""
+    sticky_actions: Optional[float] = None
+    """probability that the emulator repeats the last action at each frame (Machado et al. 2018); None: the id's own,
+    as ale-py registers it in gymnasium: 0.25 for ALE/...-v5 and -v0 ids, 0 for -v4 ids and bare names (the paper)"""
+    max_episode_frames: int = 108_000
+    """[not in paper] truncate a game after this many frames (108,000 = 30 minutes, ale-py's gymnasium registration)"""
     env_threads: int = 2
     """C++ threads of ale-py's vector env"""
     torch_threads: int = 2
@@ -114,7 +134,10 @@ class Args:
     clip_vloss: bool = True
     """[not in paper] clip the value update like the policy ratio: max of clipped and unclipped squared error"""
     bootstrap_truncated: bool = True
-    """bootstrap a truncation (108,000 frames) from V(real final observation); off treats it as a termination"""
+    """bootstrap a truncation (--max-episode-frames) from V(real final observation); off treats it as a termination"""
+
+
+FRAME_SKIP = 4  # frames per agent step, max-pooled over the last two (Mnih et al. 2015, as the paper's Atari code)
 
 
 def fail(message: str) -> None:
@@ -127,11 +150,13 @@ def validate(args: Args) -> None:
     """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
     for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
                  "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "env_threads",
-                 "torch_threads", "max_grad_norm"):  # fmt: skip
+                 "torch_threads", "max_grad_norm", "max_episode_frames"):  # fmt: skip
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
         fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
+    if args.sticky_actions is not None and not 0 <= args.sticky_actions <= 1:
+        fail(f"--sticky-actions is a probability in [0, 1], got {args.sticky_actions}")
     batch_size = args.num_envs * args.num_steps
     if batch_size % args.minibatch_size:
         fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
@@ -158,20 +183,35 @@ def atari_game(env_id: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()  # MsPacman → ms_pacman
 
 
+def sticky_actions(args: Args) -> float:
+    """--sticky-actions, or the id's own: ale-py registers its -v0 and ALE/...-v5 ids with repeat_action_probability
+    0.25 and its -v4 ids with 0 (ale_py/registration.py); a bare ROM name gets the paper's protocol, 0."""
+    if args.sticky_actions is not None:
+        return args.sticky_actions
+    return 0.25 if re.search(r"-v[05]$", args.env_id) else 0.0
+
+
 def make_envs(args: Args, run_dir: str) -> AtariVectorEnv:
     """ale-py's vector env: preprocessing in C++ threads, about 3x faster than gymnasium's Python wrappers.
 
-    It autoresets in the same step (SAME_STEP), handing the real final observation over in info["final_obs"]. Three
-    of its options are traps for PPO, so they stay off and the script does their job itself: its episodic_life
-    resets the whole game on a life loss, its life_loss_info marks a termination that no reset follows, and its
-    reward clipping would hide the game's score.
+    A game over resets the game in the same step (SAME_STEP). Four of its options are traps for PPO, so they stay off
+    and the script does their job itself: its episodic_life resets the whole game on a life loss, its life_loss_info
+    marks a termination that no reset follows, its reward clipping would hide the game's score, and its time limit
+    resets the game in the step that reaches it, reporting the new game's lives, which hides a life lost in that step.
     """
     return AtariVectorEnv(
         atari_game(args.env_id), args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        noop_max=30, frameskip=4, maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4,
-        use_fire_reset=True, repeat_action_probability=0.0,  # the paper's setting: no sticky actions
+        noop_max=30, frameskip=FRAME_SKIP, maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4,
+        use_fire_reset=True, repeat_action_probability=sticky_actions(args),
+        max_num_frames_per_episode=2**31 - 1,  # never reached: collect_rollout applies --max-episode-frames
         episodic_life=False, life_loss_info=False, reward_clipping=False, num_threads=args.env_threads,
     )  # fmt: skip
+
+
+def fire_action(envs: AtariVectorEnv) -> int:
+    """FIRE's index in the game's action set, or -1 for a game without FIRE (nothing to serve after a lost life)."""
+    action_set = list(envs.ale.get_action_set())
+    return action_set.index(Action.FIRE) if Action.FIRE in action_set else -1
 
 
 def layer_init(layer: nn.Module, std: float, orthogonal: bool) -> nn.Module:
@@ -255,23 +295,40 @@ def approx_kl(logratio: torch.Tensor) -> torch.Tensor:
     return ((logratio.exp() - 1) - logratio).mean()
 
 
-def policy_objective(ratio, advantages, objective: str, clip_coef: float, kl=None, kl_beta: float = 0.0):
-    """The surrogate L(θ) to maximize: one row of Table 1. `kl` is KL[π_old, π] per sample (penalty rows only)."""
+def policy_objective(ratio, advantages, objective: str, clip_coef: float, kl=None, kl_beta: float = 0.0, weights=None):
+    """The surrogate L(θ) to maximize: one row of Table 1. `kl` is KL[π_old, π] per sample (penalty rows only);
+    `weights` (from sample_weights) leave out the steps whose action π did not choose."""
     if objective == "clip":
         # L^CLIP = Ê[min(r Â, clip(r, 1 − ε, 1 + ε) Â)]  (7)
-        return torch.min(ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages).mean()
-    if objective in ("kl-fixed", "kl-adaptive"):
+        terms = torch.min(ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages)
+    elif objective in ("kl-fixed", "kl-adaptive"):
         # L^KLPEN = Ê[r Â − β KL[π_old, π]]  (8)
-        return (ratio * advantages - kl_beta * kl).mean()
-    # L^CPI = Ê[r Â]  (6): no clipping or penalty
-    return (ratio * advantages).mean()
+        terms = ratio * advantages - kl_beta * kl
+    else:
+        # L^CPI = Ê[r Â]  (6): no clipping or penalty
+        terms = ratio * advantages
+    return (terms if weights is None else terms * weights).mean()
 
 
-def normalize_advantages(advantages: torch.Tensor, minibatch_size: int) -> torch.Tensor:
+def sample_weights(valid: torch.Tensor, minibatch_size: int) -> torch.Tensor:
+    """Per-sample weights that turn each minibatch's mean into the mean over its valid samples (valid: 1 or 0):
+    Ê over M samples of w x = Σ_valid x / n_valid. All ones, exactly, in a minibatch with nothing left out."""
+    rows = valid.view(-1, minibatch_size)  # (B / M, M)
+    return (rows * (minibatch_size / rows.sum(1, keepdim=True).clamp(min=1))).view(-1)
+
+
+def normalize_advantages(advantages: torch.Tensor, minibatch_size: int, valid=None) -> torch.Tensor:
     """[not in paper] Â to mean 0, std 1 within each minibatch, so the step size does not depend on the reward scale.
-    All minibatches of a shuffled batch in one call (one row each): the same numbers as one call per minibatch."""
+    All minibatches of a shuffled batch in one call (one row each): the same numbers as one call per minibatch.
+    With `valid` (1 or 0 per sample), the mean and std are over the valid samples; the others get values weighing 0."""
     rows = advantages.view(-1, minibatch_size)  # (B / M, M)
-    return ((rows - rows.mean(1, keepdim=True)) / (rows.std(1, keepdim=True) + 1e-8)).view(-1)
+    if valid is None:
+        return ((rows - rows.mean(1, keepdim=True)) / (rows.std(1, keepdim=True) + 1e-8)).view(-1)
+    mask = valid.view(-1, minibatch_size)
+    count = mask.sum(1, keepdim=True)
+    mean = (rows * mask).sum(1, keepdim=True) / count.clamp(min=1)
+    std = (((rows - mean) ** 2 * mask).sum(1, keepdim=True) / (count - 1).clamp(min=1)).sqrt()  # Bessel, as .std()
+    return ((rows - mean) / (std + 1e-8)).view(-1)
 
 
 def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
@@ -327,7 +384,9 @@ class Carry:
     next_obs: np.ndarray  # (num_envs, 4, 84, 84) uint8
     lives: np.ndarray  # (num_envs,) lives left, to see a life being lost
     episode_return: np.ndarray  # (num_envs,) raw score of the running games, over all lives
-    episode_length: np.ndarray
+    episode_length: np.ndarray  # (num_envs,) agent steps of the running games, for the time limit
+    serve: np.ndarray  # (num_envs,) bool: the game lost a life on the last step, so its next action is FIRE
+    fire: int  # FIRE's index in the action set, -1 when the game has none
     frames: list  # env 0's frames of the running game, when recording video
     video_dir: str = ""  # where the videos go
     games: int = 0  # games env 0 finished, for the video schedule
@@ -337,7 +396,8 @@ def start_carry(envs: AtariVectorEnv, args: Args, seed: int, video_dir: str = ""
     """Reset the games with a seed; fresh counters."""
     next_obs, info = envs.reset(seed=seed)
     zeros = np.zeros(args.num_envs)
-    return Carry(next_obs, info["lives"].copy(), zeros.copy(), zeros.copy(), [], video_dir)
+    serve = np.zeros(args.num_envs, dtype=bool)
+    return Carry(next_obs, info["lives"].copy(), zeros.copy(), zeros.copy(), serve, fire_action(envs), [], video_dir)
 
 
 def save_video(frames: list, path: str) -> None:
@@ -350,8 +410,10 @@ def save_video(frames: list, path: str) -> None:
 def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
     """Run the policy for num_steps steps in each env (Algorithm 1, "run policy π_θold in environment for T steps").
 
-    The vector env autoresets in the same step (SAME_STEP): each stored transition is real, the reset observation
-    only becomes the next step's input, and a truncated game's real final observation is kept for bootstrapping.
+    A game over resets the game in the same step (SAME_STEP): each stored transition is real and the reset observation
+    only becomes the next step's input. The time limit is applied here, so a truncated game's real last observation
+    (kept for bootstrapping) and lives are seen before its reset. After a lost life the next action is FIRE
+    (--fire-on-life-loss); `served` marks those steps, which the update leaves out.
     The shared trunk gives V(s) and log π(a|s) with the action, so the rollout stores them.
     Finished games are appended to `episodes` as (global_step, score, length).
     """
@@ -363,6 +425,8 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
     values, rewards = np.zeros((T, N), dtype=np.float32), np.zeros((T, N), dtype=np.float32)
     terminated = np.zeros((T, N), dtype=bool)
     truncated = np.zeros((T, N), dtype=bool)
+    served = np.zeros((T, N), dtype=bool)  # the action was the forced FIRE, not π's
+    max_steps = math.ceil(args.max_episode_frames / FRAME_SKIP)  # ale-py's rule: truncate once steps × 4 >= frames
     # a ~ π(·|s) by the Gumbel-max trick, argmax(logits + g): all the noise g ~ Gumbel(0, 1) drawn at once
     gumbel = -torch.empty(logits.shape).exponential_().log().numpy()
     for step in range(T):
@@ -371,31 +435,41 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
             step_logits, step_values = agent(torch.from_numpy(carry.next_obs).to(device))
         logits[step], values[step] = step_logits.cpu().numpy(), step_values.cpu().numpy()
         actions[step] = (logits[step] + gumbel[step]).argmax(-1)
-        next_obs, reward, terminated[step], truncated[step], info = envs.step(actions[step])
+        served[step] = carry.serve
+        actions[step, carry.serve] = carry.fire  # serve again after a lost life, as baselines' FireResetEnv
+        next_obs, reward, terminated[step], _, info = envs.step(actions[step])
         global_step += N
         carry.episode_return += reward  # the real score: whole games, every life, unclipped
         carry.episode_length += 1
+        # terminated: the game is over (no future, V = 0); truncated: the time limit cut it (V(final obs) follows)
+        truncated[step] = (carry.episode_length >= max_steps) & ~terminated[step]
         game_over = terminated[step] | truncated[step]
-        # a lost life ends the episode for bootstrapping only: no reset follows, and the next transition is kept
-        life_lost = (info["lives"] < carry.lives) & ~game_over
+        # a lost life ends the episode for bootstrapping only: no reset follows, and the next transition is kept.
+        # On a truncation step too: no bootstrap past a lost life (terminated wins over truncated in the bootstrap)
+        life_lost = (info["lives"] < carry.lives) & ~terminated[step]
         carry.lives = info["lives"].copy()
+        carry.serve = life_lost & ~truncated[step] & args.fire_on_life_loss & (carry.fire >= 0)
+        if args.capture_video:
+            carry.frames.append(info["final_obs"][0, -1] if terminated[step, 0] else next_obs[0, -1])
         terminated[step] |= life_lost & args.life_loss_done
         rewards[step] = np.sign(reward) if args.clip_reward else reward
-        if args.capture_video:
-            carry.frames.append(info["final_obs"][0, -1] if game_over[0] else next_obs[0, -1])
         if game_over.any():
             for i in np.flatnonzero(game_over):
                 episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
-                if truncated[step, i]:
-                    final_obs[step, i] = info["final_obs"][i]
+                if truncated[step, i] and not terminated[step, i]:
+                    final_obs[step, i] = next_obs[i].copy()  # the real last observation: no reset yet
             carry.episode_return[game_over], carry.episode_length[game_over] = 0, 0
+            if truncated[step].any():  # new games for the truncated ones, from each env's own seeded RNG as ale-py
+                reset_obs, reset_info = envs.reset(options={"reset_mask": truncated[step].copy()})
+                next_obs[truncated[step]] = reset_obs[truncated[step]]
+                carry.lives[truncated[step]] = reset_info["lives"][truncated[step]]
             if args.capture_video and game_over[0]:  # games 0, 1, 8, 27, 64, ... as gymnasium's RecordVideo
                 if round(carry.games ** (1 / 3)) ** 3 == carry.games:
                     save_video(carry.frames, f"{carry.video_dir}/game-{carry.games}.mp4")
                 carry.frames, carry.games = [], carry.games + 1
         carry.next_obs = next_obs
     return {"obs": obs, "final_obs": final_obs, "actions": actions, "logits": logits, "values": values,
-            "rewards": rewards, "terminated": terminated, "truncated": truncated}  # fmt: skip
+            "rewards": rewards, "terminated": terminated, "truncated": truncated, "served": served}  # fmt: skip
 
 
 def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
@@ -417,29 +491,56 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
 def evaluate(args: Args) -> list:
     """Play --eval-episodes games with a checkpoint's policy, one game per env, and print the mean score.
 
-    The actions are sampled from π: a greedy Atari policy can stall for a whole game (never pressing FIRE).
+    The actions are sampled from π, with a seeded generator, so that two evaluations of a checkpoint print the same
+    mean; --eval-greedy takes the most probable action instead. The games follow the checkpoint's protocol (sticky
+    actions, FIRE after a lost life, the time limit).
     """
     if args.eval_episodes <= 0:
         fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
     saved = replace(ckpt["args"], num_envs=args.eval_episodes)
     envs = make_envs(saved, run_dir="")
+    torch.set_num_threads(saved.torch_threads)
     agent = Agent(envs.single_action_space.n)
     agent.load_state_dict(ckpt["agent"])
-    obs, _ = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
-    scores, finished = np.zeros(args.eval_episodes), np.zeros(args.eval_episodes, dtype=bool)
+    obs, info = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
+    generator = torch.Generator().manual_seed(saved.seed + 10_000)  # the sampling's own RNG: the same games each time
+    fire, lives, serve = fire_action(envs), info["lives"].copy(), np.zeros(args.eval_episodes, dtype=bool)
+    scores, lengths = np.zeros(args.eval_episodes), np.zeros(args.eval_episodes)
+    finished = np.zeros(args.eval_episodes, dtype=bool)
     while not finished.all():
         with torch.inference_mode():
             logits, _ = agent(torch.from_numpy(obs))
-        actions = torch.distributions.Categorical(logits=logits).sample().numpy()
-        obs, reward, terminated, truncated, _ = envs.step(actions)
+        if not args.eval_greedy:  # a ~ π(·|s) by the Gumbel-max trick, as in training
+            logits = logits - torch.empty(logits.shape).exponential_(generator=generator).log()
+        actions = logits.argmax(-1).numpy()
+        actions[serve] = fire
+        obs, reward, terminated, _, info = envs.step(actions)
         scores += reward * ~finished
-        finished |= terminated | truncated
-    print(f"eval {saved.env_id}: mean return {scores.mean():.2f} +- {scores.std():.2f} over {len(scores)} games")
+        lengths += 1
+        serve = (info["lives"] < lives) & ~terminated & saved.fire_on_life_loss & (fire >= 0)
+        lives = info["lives"].copy()
+        finished |= terminated | (lengths * FRAME_SKIP >= saved.max_episode_frames)
+    mean, std, kind = scores.mean(), scores.std(), "greedy" if args.eval_greedy else "sampled"
+    print(f"eval {saved.env_id} ({kind}): mean return {mean:.2f} +- {std:.2f} over {len(scores)} games")
     return scores.tolist()
 
 
+def select_device(args: Args) -> torch.device:
+    """The device to train on, named in the first line the run prints; --cuda without a GPU says why, once."""
+    if args.cuda and torch.cuda.is_available():
+        device = torch.device("cuda")
+        print(f"device: cuda ({torch.cuda.get_device_name(device)}, torch {torch.__version__})", flush=True)
+        if args.torch_deterministic:  # read when cuBLAS starts, after this (PyTorch's notes on reproducibility)
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        return device
+    why = "a CPU-only build" if torch.version.cuda is None else "a CUDA build, but it sees no GPU"
+    print("device: cpu" + (f" (--cuda is on, but torch {torch.__version__} is {why})" if args.cuda else ""), flush=True)
+    return torch.device("cpu")
+
+
 def train(args: Args, ckpt: Optional[dict] = None) -> None:
+    device = select_device(args)  # first: the device is the first line a run prints
     batch_size = args.num_envs * args.num_steps
     num_iterations = args.total_timesteps // batch_size
     new_run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
@@ -459,7 +560,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
-    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    if device.type == "cuda" and args.torch_deterministic:  # cuDNN and TF32 would make GPU runs unrepeatable
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False  # full fp32, not TF32
+        torch.use_deterministic_algorithms(True, warn_only=True)  # the deterministic kernel where there is one
 
     envs = make_envs(args, run_dir)
     agent = Agent(envs.single_action_space.n, args.orthogonal_init).to(device)
@@ -470,15 +574,19 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         agent.load_state_dict(ckpt["agent"])
         optimizer.load_state_dict(ckpt["optimizer"])
         torch.set_rng_state(ckpt["torch_rng"])
+        if device.type == "cuda" and "cuda_rng" in ckpt:  # the GPU's RNG draws the minibatch shuffles there
+            torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
         global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
     # ale-py's vector env cannot save its emulators: a resumed run starts new games (seeded by the step), so resume
-    # is exact for the learner (weights, optimizer, RNG, step) but not for the games in progress at the checkpoint
+    # is exact for the learner (weights, optimizer, CPU and CUDA RNG, step) but not for the games in progress
     carry = start_carry(envs, args, args.seed + global_step, video_dir=os.path.join(run_dir, "videos"))
 
     def checkpoint(iteration: int) -> None:
+        cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
         torch.save({
             "args": vars(args), "global_step": global_step, "iteration": iteration, "kl_beta": kl_beta,
             "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+            **cuda_rng,
         }, checkpoint_path + ".tmp")  # fmt: skip
         os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
 
@@ -517,6 +625,10 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
         b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
         b_returns = b_advantages + b_values  # V_targ = Â + V_old
+        # 1 where π chose the action, 0 where the script forced FIRE after a lost life: no log π of an action the
+        # policy did not choose enters the loss (its policy, KL and entropy terms); V still learns from those states
+        served = rollout["served"].any()
+        b_valid = torch.from_numpy(~rollout["served"].reshape(-1)).to(device, torch.float32)  # (B,)
 
         # ALG STEP 3: optimize the surrogate for K epochs with minibatches of size M
         value_clip = clip_coef if args.clip_vloss else None
@@ -526,21 +638,25 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         for _epoch in range(args.update_epochs):
             # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
             perm = torch.randperm(batch_size, device=device)
-            shuffled_advantages = b_advantages[perm]
+            shuffled_advantages, shuffled_valid = b_advantages[perm], b_valid[perm]
             if args.norm_adv:
-                shuffled_advantages = normalize_advantages(shuffled_advantages, args.minibatch_size)
+                valid = shuffled_valid if served else None
+                shuffled_advantages = normalize_advantages(shuffled_advantages, args.minibatch_size, valid)
+            weights = sample_weights(shuffled_valid, args.minibatch_size)  # all exactly 1 when nothing was served
             minibatches = zip(perm.split(args.minibatch_size), shuffled_advantages.split(args.minibatch_size),
+                              weights.split(args.minibatch_size),
                               *(x[perm].split(args.minibatch_size) for x in batch))  # fmt: skip
-            for mb, mb_advantages, mb_obs, mb_actions, mb_logprobs, mb_logits, mb_values, mb_returns in minibatches:
+            for mb, mb_advantages, mb_weights, *mb_batch in minibatches:
+                mb_obs, mb_actions, mb_logprobs, mb_logits, mb_values, mb_returns = mb_batch
                 logits, new_values = agent(mb_obs)
                 # mb: where these samples sit in the batch; the diagnostics use each sample's last outputs
                 last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()
                 # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
                 ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()
                 kl = categorical_kl(mb_logits, logits) if uses_kl else None
-                pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta)
+                pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta, mb_weights)
                 v_loss = value_loss(new_values, mb_values, mb_returns, value_clip)
-                entropy = categorical_entropy(logits).mean()
+                entropy = (categorical_entropy(logits) * mb_weights).mean()
                 loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
                 flat_params.grad.zero_()
                 loss.backward()
@@ -551,16 +667,23 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
 
-        # Diagnostics over the batch from the last epoch's forward passes: how far π moved, how well V fits
+        # Diagnostics over the batch: how far π moved, how well V fits. kl-adaptive adapts β on KL[π_old, π] after
+        # the update (§4), so it makes one more CNN pass over the batch, as ppo_continuous.py; the other objectives
+        # log each sample's outputs from the last epoch, which cost no pass but were computed before some steps
         with torch.inference_mode():
-            logits, new_values = last_logits, last_values  # the last epoch's outputs: a CNN pass costs too much
-            logratio = categorical_log_prob(logits, b_actions) - b_logprobs
-            ratio, kl = logratio.exp(), categorical_kl(b_logits, logits)
-            pg_obj = policy_objective(ratio, b_advantages, args.objective, clip_coef, kl, kl_beta)
+            if args.objective == "kl-adaptive":
+                outputs = [agent(x) for x in b_obs.split(args.minibatch_size)]
+                logits, new_values = torch.cat([o[0] for o in outputs]), torch.cat([o[1] for o in outputs])
+            else:
+                logits, new_values = last_logits, last_values
+            own = b_valid.bool()  # the policy's diagnostics leave out the forced FIRE steps, as its loss does
+            logratio = categorical_log_prob(logits[own], b_actions[own]) - b_logprobs[own]
+            ratio, kl = logratio.exp(), categorical_kl(b_logits[own], logits[own])
+            pg_obj = policy_objective(ratio, b_advantages[own], args.objective, clip_coef, kl, kl_beta)
             metrics = {
                 "losses/policy_loss": -pg_obj.item(),
                 "losses/value_loss": value_loss(new_values, b_values, b_returns, value_clip).item(),
-                "losses/entropy": categorical_entropy(logits).mean().item(),
+                "losses/entropy": categorical_entropy(logits[own]).mean().item(),
                 "losses/approx_kl": approx_kl(logratio).item(),
                 "losses/kl": kl.mean().item(),
                 "losses/clipfrac": ((ratio - 1).abs() > clip_coef).float().mean().item(),
@@ -608,7 +731,7 @@ if __name__ == "__main__":
     if args.eval_checkpoint:
         evaluate(args)
         sys.exit(0)
-    if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
+    if args.resume:  # continue: the saved flags, weights, optimizer, RNG states and step; the games start anew
         ckpt = load_checkpoint(args.resume, "--resume")
         args = replace(ckpt["args"], resume=args.resume)
     validate(args)

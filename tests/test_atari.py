@@ -10,8 +10,19 @@ import torch
 import ppo_atari
 from tests.helpers import only_run_dir, run_script, scalars
 
+# one thread each: on a busy machine a second thread only waits for a core
 TINY = ["--num-envs", "2", "--num-steps", "32", "--minibatch-size", "32", "--update-epochs", "2",
-        "--total-timesteps", "256", "--save-model", "--no-cuda"]  # fmt: skip
+        "--total-timesteps", "256", "--save-model", "--no-cuda",
+        "--torch-threads", "1", "--env-threads", "1"]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """The in-process CNN passes here are small: a second thread only waits for a busy core."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("env_id", ["BreakoutNoFrameskip-v4", "ALE/Pong-v5"])
@@ -55,7 +66,7 @@ def test_seed_full_objective_through_the_scripts_loss():
 
 def play(env_id: str, steps: int, seed: int = 5):
     """The script's own rollout, one step at a time: per step the lives left, the batch's flags and the games."""
-    args = ppo_atari.Args(env_id=env_id, num_envs=1, num_steps=1, seed=seed)
+    args = ppo_atari.Args(env_id=env_id, num_envs=1, num_steps=1, seed=seed, env_threads=1)
     envs = ppo_atari.make_envs(args, run_dir="")
     torch.manual_seed(seed)
     agent = ppo_atari.Agent(envs.single_action_space.n)
