@@ -47,6 +47,17 @@ def train_in_process(module, *flags: str) -> None:
         torch.set_num_threads(threads)
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """For the test modules that import it: in-process CNN passes are small, a second thread only waits for a core."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def only_run_dir(cwd) -> str:
     """The one run folder a script wrote under cwd/runs."""
     (folder,) = glob.glob(os.path.join(str(cwd), "runs", "*"))

@@ -8,21 +8,12 @@ import pytest
 import torch
 
 import ppo_atari
-from tests.helpers import only_run_dir, run_script, scalars
+from tests.helpers import one_torch_thread, only_run_dir, run_script, scalars  # noqa: F401 (autouse fixture)
 
 # one thread each: on a busy machine a second thread only waits for a core
 TINY = ["--num-envs", "2", "--num-steps", "32", "--minibatch-size", "32", "--update-epochs", "2",
         "--total-timesteps", "256", "--save-model", "--no-cuda",
         "--torch-threads", "1", "--env-threads", "1"]  # fmt: skip
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """The in-process CNN passes here are small: a second thread only waits for a busy core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("env_id", ["BreakoutNoFrameskip-v4", "ALE/Pong-v5"])

@@ -8,19 +8,10 @@ import pytest
 import torch
 
 import ppo_atari
-from tests.helpers import only_run_dir, run_script, scalars
+from tests.helpers import one_torch_thread, only_run_dir, run_script, scalars  # noqa: F401 (autouse fixture)
 
 NOOP, FIRE, LEFT = 0, 1, 3  # Breakout's minimal action set: NOOP, FIRE, RIGHT, LEFT
 ONE_THREAD = ["--torch-threads", "1", "--env-threads", "1"]  # fast on a busy machine too
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small CNN passes one step at a time: a second thread only waits for a busy core."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def noop_agent(num_actions: int, margin: float = 50.0) -> ppo_atari.Agent:
