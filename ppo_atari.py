@@ -527,26 +527,27 @@ def evaluate(args: Args) -> list:
 
 
 def select_device(args: Args) -> torch.device:
-    """The device to train on, named in the first line the run prints; --cuda without a GPU says why, once."""
+    """The device to train on, named in the first line the run prints; --cuda without a GPU says why, once.
+    With --torch-deterministic on a GPU: cuDNN's deterministic kernels, no TF32, deterministic algorithms."""
     if args.cuda and torch.cuda.is_available():
         device = torch.device("cuda")
         print(f"device: cuda ({torch.cuda.get_device_name(device)}, torch {torch.__version__})", flush=True)
-        if args.torch_deterministic:  # read when cuBLAS starts, after this (PyTorch's notes on reproducibility)
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        if args.torch_deterministic:  # cuDNN and TF32 would make GPU runs unrepeatable
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts, after this
+            torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False  # full fp32, not TF32
+            torch.use_deterministic_algorithms(True, warn_only=True)  # the deterministic kernel where there is one
         return device
     why = "a CPU-only build" if torch.version.cuda is None else "a CUDA build, but it sees no GPU"
     print("device: cpu" + (f" (--cuda is on, but torch {torch.__version__} is {why})" if args.cuda else ""), flush=True)
     return torch.device("cpu")
 
 
-def train(args: Args, ckpt: Optional[dict] = None) -> None:
-    device = select_device(args)  # first: the device is the first line a run prints
-    batch_size = args.num_envs * args.num_steps
-    num_iterations = args.total_timesteps // batch_size
+def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
+    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
     new_run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
     run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
     os.makedirs(run_dir, exist_ok=True)
-    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
     if args.track:
         import wandb
 
@@ -555,56 +556,182 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
     table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
     writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+    return run_dir, writer
+
+
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, **progress) -> None:
+    """What --resume needs to continue the learner exactly: flags, weights, optimizer, CPU and CUDA RNG, progress."""
+    device = next(agent.parameters()).device
+    cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
+    torch.save({
+        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+        "torch_rng": torch.get_rng_state(), **cuda_rng,
+    }, path + ".tmp")  # fmt: skip
+    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
+
+
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer) -> None:
+    agent.load_state_dict(ckpt["agent"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    torch.set_rng_state(ckpt["torch_rng"])
+    device = next(agent.parameters()).device
+    if device.type == "cuda" and "cuda_rng" in ckpt:  # the GPU's RNG draws the minibatch shuffles there
+        torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
+
+
+def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
+    """episodes.csv, one row per finished game; on resume, without the rows written after the checkpoint."""
+    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
+    if resumed_at is not None and os.path.exists(path):
+        with open(path) as f:
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
+    csv_file = open(path, "w", newline="")
+    csv.writer(csv_file).writerows(rows)
+    return csv_file
+
+
+def catch_stop_signals() -> list:
+    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
+    return stop
+
+
+def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, device: torch.device) -> dict:
+    """The (T, N) rollout as a batch of B = NT samples, with π_θold's log-probs from the rollout's logits."""
+    batch_size = advantages.size
+    actions = torch.from_numpy(rollout["actions"].reshape(batch_size)).to(device)  # (B,)
+    logits = torch.from_numpy(rollout["logits"].reshape(batch_size, -1)).to(device)  # (B, num_actions): π_old
+    b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
+    b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
+    return {
+        "obs": torch.from_numpy(rollout["obs"].reshape((batch_size, 4, 84, 84))).to(device),  # (B, 4, 84, 84) uint8
+        "actions": actions, "logprobs": categorical_log_prob(logits, actions), "logits": logits,
+        "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values,  # V_targ = Â + V_old
+        # 1 where π chose the action, 0 where the script forced FIRE after a lost life: no log π of an action the
+        # policy did not choose enters the loss (its policy, KL and entropy terms); V still learns from those states
+        "valid": torch.from_numpy(~rollout["served"].reshape(-1)).to(device, torch.float32),  # (B,)
+        "any_served": bool(rollout["served"].any()),
+    }  # fmt: skip
+
+
+def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_beta: float, clip_coef: float,
+           args: Args) -> dict:  # fmt: skip
+    """Algorithm 1's "optimize surrogate L wrt θ, with K epochs and minibatch size M ≤ NT", then how far π moved
+    from π_old and how well V fits, over the whole batch. Returns the metrics."""
+    value_clip = clip_coef if args.clip_vloss else None
+    uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
+    batch_size = len(batch["advantages"])
+    last_logits, last_values = torch.zeros_like(batch["logits"]), torch.zeros_like(batch["values"])
+    columns = [batch[key] for key in ("obs", "actions", "logprobs", "logits", "values", "returns")]
+    for _epoch in range(args.update_epochs):
+        # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
+        perm = torch.randperm(batch_size, device=batch["advantages"].device)
+        shuffled_advantages, shuffled_valid = batch["advantages"][perm], batch["valid"][perm]
+        if args.norm_adv:
+            valid = shuffled_valid if batch["any_served"] else None
+            shuffled_advantages = normalize_advantages(shuffled_advantages, args.minibatch_size, valid)
+        weights = sample_weights(shuffled_valid, args.minibatch_size)  # all exactly 1 when nothing was served
+        minibatches = zip(perm.split(args.minibatch_size), shuffled_advantages.split(args.minibatch_size),
+                          weights.split(args.minibatch_size),
+                          *(x[perm].split(args.minibatch_size) for x in columns))  # fmt: skip
+        for mb, mb_advantages, mb_weights, *mb_columns in minibatches:
+            mb_obs, mb_actions, mb_logprobs, mb_logits, mb_values, mb_returns = mb_columns
+            logits, new_values = agent(mb_obs)
+            # mb: where these samples sit in the batch; the diagnostics use each sample's last outputs
+            last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()
+            # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
+            ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()
+            kl = categorical_kl(mb_logits, logits) if uses_kl else None
+            pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta, mb_weights)
+            v_loss = value_loss(new_values, mb_values, mb_returns, value_clip)
+            entropy = (categorical_entropy(logits) * mb_weights).mean()
+            loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
+            flat_params.grad.zero_()
+            loss.backward()
+            # [not in paper] clip the global gradient norm: g ← g · min(1, max_grad_norm / ‖g‖)
+            grad_norm = torch.linalg.vector_norm(flat_params.grad)
+            flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
+            optimizer.step()
+    return diagnostics(agent, batch, (last_logits, last_values), kl_beta, clip_coef, value_clip, args)
+
+
+def diagnostics(agent: Agent, batch: dict, last_outputs: tuple, kl_beta: float, clip_coef: float,
+                value_clip: Optional[float], args: Args) -> dict:  # fmt: skip
+    """Over the whole batch: how far did π move from π_old, how well does V fit? kl-adaptive adapts β on KL[π_old, π]
+    after the update (§4), so it makes one more CNN pass over the batch, as ppo_continuous.py; the other objectives
+    use each sample's outputs from the last epoch (last_outputs), which cost no pass but came before some steps."""
+    with torch.inference_mode():
+        if args.objective == "kl-adaptive":
+            outputs = [agent(x) for x in batch["obs"].split(args.minibatch_size)]
+            logits, values = torch.cat([o[0] for o in outputs]), torch.cat([o[1] for o in outputs])
+        else:
+            logits, values = last_outputs
+        own = batch["valid"].bool()  # the policy's diagnostics leave out the forced FIRE steps, as its loss does
+        logratio = categorical_log_prob(logits[own], batch["actions"][own]) - batch["logprobs"][own]
+        ratio, kl = logratio.exp(), categorical_kl(batch["logits"][own], logits[own])
+        pg_obj = policy_objective(ratio, batch["advantages"][own], args.objective, clip_coef, kl, kl_beta)
+        return {
+            "losses/policy_loss": -pg_obj.item(),
+            "losses/value_loss": value_loss(values, batch["values"], batch["returns"], value_clip).item(),
+            "losses/entropy": categorical_entropy(logits[own]).mean().item(),
+            "losses/approx_kl": approx_kl(logratio).item(),
+            "losses/kl": kl.mean().item(),
+            "losses/clipfrac": ((ratio - 1).abs() > clip_coef).float().mean().item(),
+            "charts/clip_coef": clip_coef,
+        }
+
+
+def explained_variance(advantages: np.ndarray, values: np.ndarray) -> float:
+    """1 − Var[V_targ − V] / Var[V_targ] with V_targ = Â + V: 1 is a perfect critic, 0 no better than a constant."""
+    return float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8))
+
+
+def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
+    for episode_step, episode_return, length in episodes:
+        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
+        writer.add_scalar("charts/episodic_length", length, episode_step)
+    for name, value in metrics.items():
+        writer.add_scalar(name, value, global_step)
+
+
+def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
+    """A live line on a terminal; ten lines in a log file."""
+    tty = sys.stdout.isatty()
+    if tty or iteration % max(1, num_iterations // 10) == 0:
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+
+
+def train(args: Args, ckpt: Optional[dict] = None) -> None:
+    device = select_device(args)  # first: the device is the first line a run prints
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    run_dir, writer = open_run(args, ckpt)
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
 
     # TRY NOT TO MODIFY: seeding
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.torch_threads)
-    if device.type == "cuda" and args.torch_deterministic:  # cuDNN and TF32 would make GPU runs unrepeatable
-        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False  # full fp32, not TF32
-        torch.use_deterministic_algorithms(True, warn_only=True)  # the deterministic kernel where there is one
 
     envs = make_envs(args, run_dir)
     agent = Agent(envs.single_action_space.n, args.orthogonal_init).to(device)
     flat_params = flatten_parameters(agent)  # all weights in one tensor: one Adam call per step, not one per layer
     optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps, fused=True)
     global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
-    if ckpt is not None:
-        agent.load_state_dict(ckpt["agent"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        torch.set_rng_state(ckpt["torch_rng"])
-        if device.type == "cuda" and "cuda_rng" in ckpt:  # the GPU's RNG draws the minibatch shuffles there
-            torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
+    if ckpt is not None:  # continue the learner exactly where the checkpoint stopped
+        restore_checkpoint(ckpt, agent, optimizer)
         global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
     # ale-py's vector env cannot save its emulators: a resumed run starts new games (seeded by the step), so resume
     # is exact for the learner (weights, optimizer, CPU and CUDA RNG, step) but not for the games in progress
     carry = start_carry(envs, args, args.seed + global_step, video_dir=os.path.join(run_dir, "videos"))
-
-    def checkpoint(iteration: int) -> None:
-        cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
-        torch.save({
-            "args": vars(args), "global_step": global_step, "iteration": iteration, "kl_beta": kl_beta,
-            "agent": agent.state_dict(), "optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-            **cuda_rng,
-        }, checkpoint_path + ".tmp")  # fmt: skip
-        os.replace(checkpoint_path + ".tmp", checkpoint_path)  # write, then rename: a cut-off save keeps the last one
-
-    # episodes.csv: on resume, drop the rows written after the checkpoint so that nothing appears twice
-    csv_path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
-    if ckpt is not None and os.path.exists(csv_path):
-        with open(csv_path) as f:
-            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= global_step]
-    csv_file = open(csv_path, "w", newline="")
-    episodes_csv = csv.writer(csv_file)
-    episodes_csv.writerows(rows)
-
-    # Ctrl-C or SIGTERM: note it (a second one kills), finish the iteration in progress, save a checkpoint, then exit
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
-    tty, recent_returns = sys.stdout.isatty(), []
-    start_time, start_step = time.time(), global_step
+    csv_file = open_episodes_csv(run_dir, global_step if ckpt else None)
+    stop = catch_stop_signals()  # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit
+    recent_returns, start_time, start_step = [], time.time(), global_step
 
     for iteration in range(start_iteration, num_iterations + 1):
         alpha = annealed(iteration, num_iterations)  # Table 5: lr and ε anneal with α from 1 to 0
@@ -612,108 +739,35 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         clip_coef = args.clip_coef * (alpha if args.anneal_clip else 1.0)
 
         # ALG STEP 1: run policy π_θold for T timesteps in each of the N environments
-        episodes = []
+        episodes = []  # (global step, score, length) of the games that end in this rollout
         rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
         global_step += batch_size
 
-        # ALG STEP 2: advantage estimates Â_1..Â_T; π_old and V(s_t) came with the rollout
+        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T; π_θold and V(s_t) came with the rollout
         advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
-        b_obs = torch.from_numpy(rollout["obs"].reshape((batch_size, 4, 84, 84))).to(device)  # (B, 4, 84, 84) uint8
-        b_actions = torch.from_numpy(rollout["actions"].reshape(batch_size)).to(device)  # (B,)
-        b_logits = torch.from_numpy(rollout["logits"].reshape(batch_size, -1)).to(device)  # (B, num_actions)
-        b_logprobs = categorical_log_prob(b_logits, b_actions)  # (B,)
-        b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
-        b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
-        b_returns = b_advantages + b_values  # V_targ = Â + V_old
-        # 1 where π chose the action, 0 where the script forced FIRE after a lost life: no log π of an action the
-        # policy did not choose enters the loss (its policy, KL and entropy terms); V still learns from those states
-        served = rollout["served"].any()
-        b_valid = torch.from_numpy(~rollout["served"].reshape(-1)).to(device, torch.float32)  # (B,)
+        batch = flatten_batch(rollout, advantages, values, device)
 
-        # ALG STEP 3: optimize the surrogate for K epochs with minibatches of size M
-        value_clip = clip_coef if args.clip_vloss else None
-        uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
-        last_logits, last_values = torch.zeros_like(b_logits), torch.zeros_like(b_values)
-        batch = (b_obs, b_actions, b_logprobs, b_logits, b_values, b_returns)
-        for _epoch in range(args.update_epochs):
-            # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
-            perm = torch.randperm(batch_size, device=device)
-            shuffled_advantages, shuffled_valid = b_advantages[perm], b_valid[perm]
-            if args.norm_adv:
-                valid = shuffled_valid if served else None
-                shuffled_advantages = normalize_advantages(shuffled_advantages, args.minibatch_size, valid)
-            weights = sample_weights(shuffled_valid, args.minibatch_size)  # all exactly 1 when nothing was served
-            minibatches = zip(perm.split(args.minibatch_size), shuffled_advantages.split(args.minibatch_size),
-                              weights.split(args.minibatch_size),
-                              *(x[perm].split(args.minibatch_size) for x in batch))  # fmt: skip
-            for mb, mb_advantages, mb_weights, *mb_batch in minibatches:
-                mb_obs, mb_actions, mb_logprobs, mb_logits, mb_values, mb_returns = mb_batch
-                logits, new_values = agent(mb_obs)
-                # mb: where these samples sit in the batch; the diagnostics use each sample's last outputs
-                last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()
-                # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
-                ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()
-                kl = categorical_kl(mb_logits, logits) if uses_kl else None
-                pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta, mb_weights)
-                v_loss = value_loss(new_values, mb_values, mb_returns, value_clip)
-                entropy = (categorical_entropy(logits) * mb_weights).mean()
-                loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
-                flat_params.grad.zero_()
-                loss.backward()
-                # [not in paper] clip the global gradient norm: g ← g · min(1, max_grad_norm / ‖g‖)
-                grad_norm = torch.linalg.vector_norm(flat_params.grad)
-                flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
-                optimizer.step()
+        # ALG STEP 3: optimize the surrogate L wrt θ, with K epochs and minibatch size M ≤ NT; then θ_old ← θ
+        metrics = update(agent, flat_params, optimizer, batch, kl_beta, clip_coef, args)
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
-
-        # Diagnostics over the batch: how far π moved, how well V fits. kl-adaptive adapts β on KL[π_old, π] after
-        # the update (§4), so it makes one more CNN pass over the batch, as ppo_continuous.py; the other objectives
-        # log each sample's outputs from the last epoch, which cost no pass but were computed before some steps
-        with torch.inference_mode():
-            if args.objective == "kl-adaptive":
-                outputs = [agent(x) for x in b_obs.split(args.minibatch_size)]
-                logits, new_values = torch.cat([o[0] for o in outputs]), torch.cat([o[1] for o in outputs])
-            else:
-                logits, new_values = last_logits, last_values
-            own = b_valid.bool()  # the policy's diagnostics leave out the forced FIRE steps, as its loss does
-            logratio = categorical_log_prob(logits[own], b_actions[own]) - b_logprobs[own]
-            ratio, kl = logratio.exp(), categorical_kl(b_logits[own], logits[own])
-            pg_obj = policy_objective(ratio, b_advantages[own], args.objective, clip_coef, kl, kl_beta)
-            metrics = {
-                "losses/policy_loss": -pg_obj.item(),
-                "losses/value_loss": value_loss(new_values, b_values, b_returns, value_clip).item(),
-                "losses/entropy": categorical_entropy(logits[own]).mean().item(),
-                "losses/approx_kl": approx_kl(logratio).item(),
-                "losses/kl": kl.mean().item(),
-                "losses/clipfrac": ((ratio - 1).abs() > clip_coef).float().mean().item(),
-                "charts/clip_coef": clip_coef,
-                # 1 − Var[V_targ − V] / Var[V_targ]: 1 is a perfect critic, 0 no better than a constant
-                "losses/explained_variance": float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8)),
-            }
+        metrics["losses/explained_variance"] = explained_variance(advantages, values)
         if args.objective == "kl-adaptive":
             kl_beta = update_kl_beta(kl_beta, metrics["losses/kl"], args.kl_target)
-        if uses_kl:
+        if args.objective in ("kl-fixed", "kl-adaptive"):
             metrics["charts/kl_beta"] = kl_beta
 
         # TRY NOT TO MODIFY: logging, checkpoints, progress
-        for step, ret, length in episodes:
-            writer.add_scalar("charts/episodic_return", ret, step)
-            writer.add_scalar("charts/episodic_length", length, step)
-            episodes_csv.writerow([step, ret, length])
+        csv.writer(csv_file).writerows(episodes)
         csv_file.flush()
-        recent_returns = (recent_returns + [ret for _, ret, _ in episodes])[-100:]
+        recent_returns = (recent_returns + [episode_return for _, episode_return, _ in episodes])[-100:]
         sps = int((global_step - start_step) / (time.time() - start_time))
         metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
-        for name, value in metrics.items():
-            writer.add_scalar(name, value, global_step)
+        log_metrics(writer, episodes, metrics, global_step)
         if stop or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
-            checkpoint(iteration)
-        if tty or iteration % max(1, num_iterations // 10) == 0:  # a live line on a terminal; ten lines in a log file
-            recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
-            eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
-            line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
-            print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+            save_checkpoint(checkpoint_path, args, agent, optimizer, global_step=global_step, iteration=iteration,
+                            kl_beta=kl_beta)  # fmt: skip
+        print_progress(iteration, num_iterations, global_step, sps, recent_returns, args)
         if stop:
             writer.close()  # flush the last iterations' events: TensorBoard writes them in batches
             print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")

@@ -41,7 +41,13 @@ CASES = {
         " --update-epochs 1 --vf-epochs 1 --minibatch-size 80 --optimizer rmsprop --learning-rate 7e-4"
         " --vf-learning-rate 7e-4 --vf-coef 0.5 --ent-coef 0.01 --max-grad-norm 0.5",
     ],
-    "ppo_atari.py": ["--env-id BreakoutNoFrameskip-v4 --total-timesteps 4096 --torch-threads 1 --env-threads 1"],
+    "ppo_atari.py": [
+        "--env-id BreakoutNoFrameskip-v4 --total-timesteps 4096 --torch-threads 1 --env-threads 1",
+        "--env-id BreakoutNoFrameskip-v4 --total-timesteps 3072 --torch-threads 1 --env-threads 1"
+        " --objective kl-adaptive --max-episode-frames 1200 --no-clip-vloss",
+        "--env-id ALE/Pong-v5 --num-envs 4 --total-timesteps 2048 --torch-threads 1 --env-threads 1"
+        " --no-fire-on-life-loss --objective kl-fixed",
+    ],
 }
 
 
