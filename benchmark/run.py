@@ -356,17 +356,26 @@ def read_episodes(csv_path: str) -> tuple[list[int], list[float]]:
     return [int(float(row[0])) for row in rows], [float(row[1]) for row in rows]
 
 
-def take_lock(folder: str) -> tuple[Optional[int], str]:
+def take_lock(folder: str, patience: float = 0.5) -> tuple[Optional[int], str]:
     """An exclusive flock on folder/lock: (its fd, the note a dead holder left) or (None, the live holder's note).
-    The kernel drops a flock when the last process holding it ends, so a lock never outlives its holders."""
+    The kernel drops a flock when the last process holding it ends, so a lock never outlives its holders.
+
+    A process this runner forks in another thread (a script, git) holds a copy of every fd open at that moment until
+    it execs, which closes them: one run's lock, just released, can look held for those milliseconds. So a busy lock
+    is tried again for `patience` seconds before it counts as another runner's (which holds it for the whole run)."""
     fd = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    note = os.pread(fd, 4096, 0).decode(errors="replace").strip()
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None, note or "another process"
-    return fd, note  # a note left behind means its writer died holding the lock
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                note = os.pread(fd, 4096, 0).decode(errors="replace").strip()
+                os.close(fd)
+                return None, note or "another process"
+            time.sleep(0.01)
+    return fd, os.pread(fd, 4096, 0).decode(errors="replace").strip()  # a note left means its writer died holding it
 
 
 def write_note(fd: int, note: str) -> None:

@@ -258,6 +258,33 @@ def test_failed_runs_are_recorded_retried_and_the_rest_go_on(tmp_path):
         assert "--num-steps must be positive" in json.load(f)["log_tail"]
 
 
+def hold_lock(folder, seconds: float) -> subprocess.Popen:
+    """A process that holds folder/lock's flock for `seconds`, as a forked child or another runner would."""
+    code = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(float(sys.argv[2]))")  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", code, os.path.join(folder, "lock"), str(seconds)],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_a_lock_held_for_a_moment_is_waited_for_and_one_held_longer_is_busy(tmp_path):
+    # a script forked in another thread holds a copy of a just-released lock until it execs: not another runner
+    holder = hold_lock(tmp_path, 0.3)
+    fd, _ = runner.take_lock(str(tmp_path), patience=5.0)
+    assert fd is not None
+    os.close(fd)
+    holder.wait()
+    holder = hold_lock(tmp_path, 60)  # a runner's script holds it for the whole run
+    try:
+        start = time.monotonic()
+        assert runner.take_lock(str(tmp_path), patience=0.5) == (None, "another process")
+        assert time.monotonic() - start >= 0.5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_two_runners_on_one_folder_train_each_run_once(tmp_path):
     flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "2", "3", "--variants", "--sleep 4",
              "--jobs", "3"]  # fmt: skip
@@ -276,7 +303,7 @@ def test_two_runners_on_one_folder_train_each_run_once(tmp_path):
 
 
 def test_killing_the_runner_ends_its_training_and_the_next_call_takes_over(tmp_path):
-    flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--variants", "--sleep 60 --save-seconds 4"]
+    flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--variants", "--sleep 60 --save-seconds 10"]
     proc = bench(*flags, tmp_path=tmp_path, wait=False)
     folder = first_started(tmp_path, proc)
     pid = int(open(os.path.join(folder, "runs", "fake", "pids.txt")).read().split()[0])
@@ -286,7 +313,7 @@ def test_killing_the_runner_ends_its_training_and_the_next_call_takes_over(tmp_p
     meanwhile = bench(*flags, tmp_path=tmp_path)
     assert meanwhile.returncode == 0 and "another live process holds its lock" in meanwhile.stdout, meanwhile.stdout
     assert alive(pid) and not os.path.exists(os.path.join(folder, "attempts.jsonl"))
-    deadline = time.time() + 10
+    deadline = time.time() + 20
     while alive(pid):
         assert time.time() < deadline, "the training process outlived its runner"
         time.sleep(0.1)
