@@ -47,30 +47,41 @@ BREAKS = [
     # vanilla PG
     Break("reinforce_baseline.py", "loss = -pg_objective(", "loss = pg_objective(",
           "reinforce_baseline: policy gradient sign flipped"),
-    # PPO: the ratio and L^CLIP
+    # PPO: the ratio and L^CLIP, in the update of each PPO script
     Break("ppo_continuous.py", "ratio = (gaussian_log_prob(mb_actions, mean, logstd) - mb_logprobs).exp()",
           "ratio = (mb_logprobs - gaussian_log_prob(mb_actions, mean, logstd)).exp()",
           "ppo_continuous: update's ratio inverted, pi_old / pi"),
-    Break("ppo_continuous.py", "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(1 + clip_coef, 1 - clip_coef)",
-          "ppo_continuous: clip range turned around"),
-    Break("ppo_continuous.py", "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(max=1 + clip_coef)",
-          "ppo_continuous: ratio clipped above only"),
-    Break("ppo_continuous.py", "torch.min(ratio * advantages", "torch.max(ratio * advantages",
-          "ppo_continuous: max in L^CLIP"),
+    Break("ppo_atari.py", "ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()",
+          "ratio = (mb_logprobs - categorical_log_prob(logits, mb_actions)).exp()",
+          "ppo_atari: update's ratio inverted, pi_old / pi"),
+    *(brk for script in ("ppo_continuous.py", "ppo_atari.py") for brk in (
+        Break(script, "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(1 + clip_coef, 1 - clip_coef)",
+              f"{script[:-3]}: clip range turned around"),
+        Break(script, "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(max=1 + clip_coef)",
+              f"{script[:-3]}: ratio clipped above only"),
+        Break(script, "torch.min(ratio * advantages", "torch.max(ratio * advantages", f"{script[:-3]}: max in L^CLIP"),
+        Break(script, "np.where(terminated, 0.0, next_values)", "np.where(False, 0.0, next_values)",
+              f"{script[:-3]}: termination bootstraps from the reset observation"),
+    )),
     # PPO: GAE and the bootstrap at episode ends
-    Break("ppo_continuous.py", "np.where(terminated, 0.0, next_values)", "np.where(False, 0.0, next_values)",
-          "ppo_continuous: termination bootstraps from the reset observation"),
     Break("ppo_continuous.py", "dones = (terminated | truncated)", "dones = (terminated)",
           "ppo_continuous: truncation does not end the GAE sum"),
+    Break("ppo_atari.py", 'dones = (rollout["terminated"] | rollout["truncated"])', 'dones = (rollout["terminated"])',
+          "ppo_atari: truncation does not end the GAE sum"),
     Break("ppo_continuous.py", "raw_final_obs[i] = raw_obs[i]", "raw_final_obs[i] = env.reset()[0]",
           "ppo_continuous: final observation taken after the reset"),
+    # Atari's protocol: a lost life ends the episode for bootstrapping; the forced FIRE is not π's action
+    Break("ppo_atari.py", "terminated[step] |= life_lost & args.life_loss_done", "pass",
+          "ppo_atari: a lost life does not stop bootstrapping"),
+    Break("ppo_atari.py", "clip_coef, kl, kl_beta, mb_weights)", "clip_coef, kl, kl_beta)",
+          "ppo_atari: the forced FIRE steps enter the policy loss"),
     # the skeleton's GAE and truncation bootstrap, in each script's copy
     *(Break(script, "decay = gamma * gae_lambda * (1.0 - dones)", "decay = gamma * gae_lambda * np.ones_like(dones)",
             f"{script[:-3]}: GAE without its done mask")
-      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py")),
+      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")),
     *(Break(script, "final_values if bootstrap_truncated else 0.0", "next_values if bootstrap_truncated else 0.0",
             f"{script[:-3]}: truncation bootstraps from the reset observation")
-      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py")),
+      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")),
     # the copies of the shared math in trpo.py and reinforce_baseline.py
     Break("trpo.py", "(var_old + (mean_old - mean) ** 2) / (2 * var)", "(var + (mean_old - mean) ** 2) / (2 * var_old)",
           "trpo: gaussian_kl's variances swapped"),
@@ -91,6 +102,10 @@ FAST_TESTS = [
     "tests/test_reinforce.py::test_seed_policy_gradient_through_the_scripts_loss",
     "tests/test_reinforce.py::test_one_vanilla_pg_step_makes_the_better_actions_more_likely",
     "tests/test_training.py::test_each_update_makes_the_better_actions_more_likely",
+    "tests/test_atari.py::test_update_makes_the_better_actions_more_likely",
+    "tests/test_atari.py::test_advantages_of_a_rollout_stop_at_a_time_limit_and_bootstrap_from_the_real_last_frame",
+    "tests/test_atari.py::test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept",
+    "tests/test_atari_protocol.py::test_the_forced_fire_steps_do_not_enter_the_policy_loss",
 ]
 
 

@@ -55,6 +55,48 @@ def test_seed_full_objective_through_the_scripts_loss():
     assert ppo_atari.Args().vf_coef == 1.0 and ppo_atari.Args().ent_coef == 0.01
 
 
+def test_update_makes_the_better_actions_more_likely():
+    # Algorithm 1's step 3 on a made-up batch: 256 states of noise, each action in a quarter of them, and Â > 0
+    # exactly where the action was FIRE (1). One update() must raise π(FIRE|s) and lower π of the other actions in
+    # those same states. An update that climbs the wrong way (the ratio inverted to π_old / π, a max in L^CLIP) fails.
+    torch.manual_seed(0)
+    args = ppo_atari.Args(num_envs=8, num_steps=32, minibatch_size=64)
+    agent = ppo_atari.Agent(4)
+    flat_params = ppo_atari.flatten_parameters(agent)
+    optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps)
+    obs = torch.randint(0, 256, (32, 8, 4, 84, 84), dtype=torch.uint8)
+    actions = torch.arange(256).view(32, 8) % 4
+    with torch.inference_mode():
+        logits, values = agent(obs.view(256, 4, 84, 84))
+    rollout = {"obs": obs.numpy(), "actions": actions.numpy(), "logits": logits.view(32, 8, 4).numpy(),
+               "served": np.zeros((32, 8), dtype=bool)}  # fmt: skip
+    advantages = np.where(actions.numpy() == 1, 1.0, -0.5).astype(np.float32)
+    batch = ppo_atari.flatten_batch(rollout, advantages, values.view(32, 8).numpy(), torch.device("cpu"))
+    metrics = ppo_atari.update(agent, flat_params, optimizer, batch, 0.0, args.clip_coef, args)
+    with torch.inference_mode():
+        new_logits, _ = agent(batch["obs"])
+    gain = ppo_atari.categorical_log_prob(new_logits, batch["actions"]) - batch["logprobs"]  # log π / π_old
+    fire = batch["actions"] == 1
+    assert gain[fire].mean() > 0.01 and gain[~fire].mean() < -0.005, (gain[fire].mean(), gain[~fire].mean())
+    assert metrics["losses/kl"] > 0 and metrics["losses/clipfrac"] >= 0
+
+
+def test_advantages_of_a_rollout_stop_at_a_time_limit_and_bootstrap_from_the_real_last_frame():
+    # estimate_advantages on a rollout of 4 steps, r = 1, V(s_t) = 2, 4, 2, 4; the game is cut by the time limit at
+    # t = 1. V is made up: 12 for the real last frame of the cut game (all zeros), 8 for the frame after the rollout.
+    # γ = λ = 0.5: the numbers of tests/test_rollout.py's truncated env, Â = (1.75, 3, 1.25, 1).
+    args = ppo_atari.Args(num_envs=1, num_steps=4, gamma=0.5, gae_lambda=0.5)
+    agent = ppo_atari.Agent(4)
+    agent.value = lambda frames: torch.where(frames.flatten(1).amax(1) == 0, 12.0, 8.0)
+    truncated = np.zeros((4, 1), dtype=bool)
+    truncated[1, 0] = True
+    rollout = {"values": np.array([[2.0], [4.0], [2.0], [4.0]], dtype=np.float32), "rewards": np.ones((4, 1)),
+               "terminated": np.zeros((4, 1), dtype=bool), "truncated": truncated,
+               "final_obs": {(1, 0): np.zeros((4, 84, 84), dtype=np.uint8)}}  # fmt: skip
+    advantages, _ = ppo_atari.estimate_advantages(agent, rollout, np.ones((1, 4, 84, 84), dtype=np.uint8), args)
+    assert advantages[:, 0].tolist() == [1.75, 3.0, 1.25, 1.0]
+
+
 def play(env_id: str, steps: int, seed: int = 5):
     """The script's own rollout, one step at a time: per step the lives left, the batch's flags and the games."""
     args = ppo_atari.Args(env_id=env_id, num_envs=1, num_steps=1, seed=seed, env_threads=1)

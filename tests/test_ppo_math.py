@@ -14,6 +14,9 @@ from tests.helpers import script_modules
 
 MODULES = script_modules()  # the MuJoCo scripts, which share their skeleton
 
+# The surrogate objectives have a copy in each PPO script
+PPO_SCRIPTS = pytest.mark.parametrize("script", [ppo, ppo_atari], ids=["ppo_continuous", "ppo_atari"])
+
 # The seed's batch: (action, advantage) for C, A, B; actions 0, 1, 2 are A, B, C
 ACTIONS = torch.tensor([2, 0, 1])
 ADVANTAGES = torch.tensor([1.0, -1.0, 0.5], dtype=torch.float64)
@@ -26,24 +29,25 @@ def seed_logratio():
     return PI_NEW.log()[ACTIONS] - PI_OLD.log()[ACTIONS]
 
 
-def test_ratios_surrogate_kl_and_penalty():
+@PPO_SCRIPTS
+def test_ratios_surrogate_kl_and_penalty(script):
     logratio = seed_logratio()
     ratio = logratio.exp()
     # in A, B, C order
     assert ratio[[1, 2, 0]].tolist() == pytest.approx([0.6, 0.9, 1.5], abs=1e-12)
-    assert ppo.policy_objective(ratio, ADVANTAGES, "none", 0.2).item() == pytest.approx(0.45, abs=1e-12)
-    kl = ppo.approx_kl(logratio)  # the batch holds each action once under a uniform π_old, so this is exact
+    assert script.policy_objective(ratio, ADVANTAGES, "none", 0.2).item() == pytest.approx(0.45, abs=1e-12)
+    kl = script.approx_kl(logratio)  # the batch holds each action once under a uniform π_old, so this is exact
     exact = kl_divergence(Categorical(probs=PI_OLD), Categorical(probs=PI_NEW)).item()  # Σ π_old log(π_old/π_new)
     assert kl.item() == pytest.approx(exact, abs=1e-12)
     assert round(kl.item(), 3) == 0.070
     assert not kl.item() <= 0.01  # the step fails the trust region δ = 0.01
-    penalty = ppo.policy_objective(ratio, ADVANTAGES, "kl-fixed", 0.2, kl.expand(3), kl_beta=1.0)
+    penalty = script.policy_objective(ratio, ADVANTAGES, "kl-fixed", 0.2, kl.expand(3), kl_beta=1.0)
     assert round(penalty.item(), 3) == 0.380
-    adaptive = ppo.policy_objective(ratio, ADVANTAGES, "kl-adaptive", 0.2, kl.expand(3), kl_beta=1.0)
+    adaptive = script.policy_objective(ratio, ADVANTAGES, "kl-adaptive", 0.2, kl.expand(3), kl_beta=1.0)
     assert adaptive.item() == penalty.item()
 
 
-def test_full_objective_eq9():
+def test_full_objective_eq9():  # ppo_atari.py's copy: tests/test_atari.py, with its categorical entropy
     v_loss = ppo.value_loss(torch.tensor([0.5]), torch.tensor([0.5]), torch.tensor([0.81]))
     assert v_loss.item() == pytest.approx(0.0961, abs=1e-6)
     loss = ppo.total_loss(torch.tensor(1.2), v_loss, torch.tensor(1.030), vf_coef=1.0, ent_coef=0.01)
@@ -65,21 +69,23 @@ def test_gae_seed_numbers():
     assert round(float(seed_gae(1.0)[0]), 3) == 0.31  # λ = 1: 0.81 − 0.5, the Monte-Carlo return minus V
 
 
-def clip_gradient(r, advantage, objective="clip", eps=0.2):
+def clip_gradient(script, r, advantage, objective="clip", eps=0.2):
     ratio = torch.tensor([r], dtype=torch.float64, requires_grad=True)
-    ppo.policy_objective(ratio, torch.tensor([advantage], dtype=torch.float64), objective, eps).backward()
+    script.policy_objective(ratio, torch.tensor([advantage], dtype=torch.float64), objective, eps).backward()
     return ratio.grad.item()
 
 
+@PPO_SCRIPTS
 @pytest.mark.parametrize("r, advantage", [(1.21, 1.0), (1.5, 2.0), (0.79, -1.0), (0.3, -0.5)])
-def test_clip_gradient_is_zero_beyond_the_clip_in_the_advantage_direction(r, advantage):
-    assert clip_gradient(r, advantage) == 0.0
+def test_clip_gradient_is_zero_beyond_the_clip_in_the_advantage_direction(script, r, advantage):
+    assert clip_gradient(script, r, advantage) == 0.0
 
 
+@PPO_SCRIPTS
 @pytest.mark.parametrize("r, advantage", [(1.0, 1.0), (0.85, -1.0), (1.19, 0.5), (0.5, 1.0), (1.6, -1.0)])
-def test_clip_gradient_equals_unclipped_inside_or_against_the_advantage(r, advantage):
+def test_clip_gradient_equals_unclipped_inside_or_against_the_advantage(script, r, advantage):
     # inside [1−ε, 1+ε], or moving against Â (r < 1−ε with Â > 0, r > 1+ε with Â < 0): the min keeps r Â
-    assert clip_gradient(r, advantage) == clip_gradient(r, advantage, "none") == advantage
+    assert clip_gradient(script, r, advantage) == clip_gradient(script, r, advantage, "none") == advantage
 
 
 def test_adaptive_beta_rule():
@@ -112,7 +118,7 @@ def test_value_clipping_takes_the_larger_error():
     assert ppo.value_loss(new, old, target).item() == pytest.approx((0.25 + 2.25) / 2)
 
 
-@pytest.mark.parametrize("script", [ppo, ppo_atari], ids=["ppo_continuous", "ppo_atari"])
+@PPO_SCRIPTS
 @pytest.mark.parametrize("minibatch_size", [64, 256])
 def test_advantages_are_normalized_within_each_minibatch(script, minibatch_size):
     advantages = torch.randn(2048, generator=torch.Generator().manual_seed(minibatch_size)) * 5 + 3

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+import ppo_atari
 from tests.helpers import script_modules
 
 T, N = 7, 2  # two full episodes of 3 steps, then one step of a third; two envs in lockstep
@@ -16,6 +17,8 @@ T, N = 7, 2  # two full episodes of 3 steps, then one step of a third; two envs 
 
 # The rollout is shared skeleton: each script must get every case right
 MODULES = script_modules()
+# GAE and the bootstrap at episode ends: ppo_atari.py keeps its own copy of the same functions
+WITH_ATARI = [*MODULES, pytest.param(ppo_atari, id="ppo_atari.py")]
 
 
 def rollout(ppo, env_id: str, bootstrap_truncated: bool = True):
@@ -80,7 +83,7 @@ def test_termination_stops_bootstrapping(ppo):
     assert [e[1] for e in episodes] == [6.0] * 4
 
 
-@pytest.mark.parametrize("ppo", MODULES)
+@pytest.mark.parametrize("ppo", WITH_ATARI)
 def test_bootstrap_values_cases(ppo):
     values = np.array([[1.0], [2.0], [3.0], [4.0]])
     final = np.full_like(values, 50.0)
@@ -92,7 +95,7 @@ def test_bootstrap_values_cases(ppo):
     assert off[:, 0].tolist() == [2.0, 0.0, 0.0, 9.0]
 
 
-@pytest.mark.parametrize("ppo", MODULES)
+@pytest.mark.parametrize("ppo", WITH_ATARI)
 def test_gae_cuts_an_episode_that_ends_mid_rollout(ppo):
     # Two envs, four steps, r = 1 and V(s_t) = (2, 4, 2, 4) in both, V = 8 after the rollout; γ = 0.5, λ = 0.5.
     # Env 0's episode terminates at t = 1, env 1's is truncated there, and V(its real final observation) = 12.
