@@ -153,7 +153,8 @@ def test_same_seed_same_games_and_the_saved_model_evaluates(tmp_path):
     folders = []
     for name in ("a", "b"):
         os.makedirs(tmp_path / name)
-        proc = run_script("ppo_atari.py", "--env-id", "PongNoFrameskip-v4", *TINY, cwd=tmp_path / name, timeout=300)
+        # Breakout: an untrained agent's games are short (five lost serves), so evaluating two of them is quick
+        proc = run_script("ppo_atari.py", "--env-id", "BreakoutNoFrameskip-v4", *TINY, cwd=tmp_path / name, timeout=300)
         assert proc.returncode == 0, proc.stderr
         folders.append(only_run_dir(tmp_path / name))
     a, b = (torch.load(os.path.join(f, "checkpoint.pt"), weights_only=True) for f in folders)
@@ -163,4 +164,4 @@ def test_same_seed_same_games_and_the_saved_model_evaluates(tmp_path):
     path = os.path.join(folders[0], "checkpoint.pt")
     proc = run_script("ppo_atari.py", "--eval-checkpoint", path, "--eval-episodes", "2", cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    assert "over 2 games" in proc.stdout and -21 <= float(proc.stdout.split("mean return")[1].split()[0]) <= 21
+    assert "over 2 games" in proc.stdout and 0 <= float(proc.stdout.split("mean return")[1].split()[0]) <= 864
