@@ -35,6 +35,8 @@ class Break(NamedTuple):
     name: str
 
 
+TORCH_SCRIPTS = ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")  # each has its own GAE
+
 BREAKS = [
     # TRPO: the step, the trust region and the line search
     Break("trpo.py", "gaussian_kl(old_means, old_logstd, mean, logstd)",
@@ -78,10 +80,10 @@ BREAKS = [
     # the skeleton's GAE and truncation bootstrap, in each script's copy
     *(Break(script, "decay = gamma * gae_lambda * (1.0 - dones)", "decay = gamma * gae_lambda * np.ones_like(dones)",
             f"{script[:-3]}: GAE without its done mask")
-      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")),
+      for script in TORCH_SCRIPTS),
     *(Break(script, "final_values if bootstrap_truncated else 0.0", "next_values if bootstrap_truncated else 0.0",
             f"{script[:-3]}: truncation bootstraps from the reset observation")
-      for script in ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")),
+      for script in TORCH_SCRIPTS),
     # the copies of the shared math in trpo.py and reinforce_baseline.py
     Break("trpo.py", "(var_old + (mean_old - mean) ** 2) / (2 * var)", "(var + (mean_old - mean) ** 2) / (2 * var_old)",
           "trpo: gaussian_kl's variances swapped"),
