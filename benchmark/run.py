@@ -720,6 +720,26 @@ def record(result: dict, results_dir: str, table: str, curves: str) -> None:
     upsert_rows(curves, CURVE_COLUMNS, curve_rows(result["name"], steps, returns, total), {result["name"]})
 
 
+def recorded_runs(table: str, tables_dir: str) -> dict[str, tuple[dict, str]]:
+    """Every run in the committed results tables, by name: its row and the table it is in (this grid's own first)."""
+    recorded = {}
+    for path in sorted(glob.glob(os.path.join(tables_dir, "*.csv"))) + [table]:  # the grid's own table wins
+        if os.path.exists(path) and not path.endswith("_curves.csv"):
+            with open(path, newline="") as f:
+                recorded.update({row["name"]: (row, path) for row in csv.DictReader(f)})
+    return recorded
+
+
+def copy_recorded(row: dict, label: str, source: str, table: str, curves: str) -> None:
+    """Put a run that another grid's table holds into this grid's table and curves file, under this grid's label."""
+    points = []
+    if os.path.exists(source[: -len(".csv")] + "_curves.csv"):
+        with open(source[: -len(".csv")] + "_curves.csv", newline="") as f:
+            points = [point for point in csv.DictReader(f) if point["name"] == row["name"]]
+    upsert_rows(table, COLUMNS, [{**row, "label": label}], {row["name"]})
+    upsert_rows(curves, CURVE_COLUMNS, points, {row["name"]})
+
+
 # The driver
 
 
@@ -839,11 +859,9 @@ def main(argv: Optional[list[str]] = None) -> None:
         if outside:
             fail(f"--backend ray: {outside[0]} lies outside {ROOT}; put it there, so that Ray ships it to the workers")
     table, curves = table_paths(args)
-    # Finished: a result.json in its folder, or a row in the results table (the folders may be on a lost machine)
-    recorded = {}
-    if os.path.exists(table):
-        with open(table, newline="") as f:
-            recorded = {row["name"]: row for row in csv.DictReader(f)}
+    # Finished: a result.json in its folder, or a row in a committed results table (the folders may be on a lost
+    # machine). Any grid's table counts: Figure 3's PPO runs are Table 1's clip-0.2 runs, trained once.
+    recorded = recorded_runs(table, args.tables_dir)
     finished = {r.name for r in runs if os.path.exists(os.path.join(args.results_dir, r.name, "result.json"))}
     finished |= {r.name for r in runs} & set(recorded)
     if args.dry_run:
@@ -857,12 +875,13 @@ def main(argv: Optional[list[str]] = None) -> None:
           f" table {table}", flush=True)  # fmt: skip
 
     outcomes, code = {}, git_state()
+    labels = {run.name: run.label for run in runs}  # a run shared by two grids goes by each grid's name for it
 
     def on_outcome(outcome: dict) -> None:
         outcomes[outcome["name"]] = outcome
         print(f"[{len(outcomes):>{len(str(len(runs)))}}/{len(runs)}] {describe(outcome)}", flush=True)
         if outcome["status"] in ("finished", "skipped") and not outcome.get("in_table_only"):
-            record(outcome, args.results_dir, table, curves)
+            record({**outcome, "label": labels[outcome["name"]]}, args.results_dir, table, curves)
 
     signal.signal(signal.SIGTERM, stop_on_sigterm)
     for run in runs:  # stop files of an earlier interrupted invocation
@@ -871,8 +890,10 @@ def main(argv: Optional[list[str]] = None) -> None:
     for run in runs:  # finished runs are recorded here and go to no backend: Ray is not even started for them
         if os.path.exists(os.path.join(args.results_dir, run.name, "result.json")):
             on_outcome(run_one(run, args.results_dir, code))
-        elif run.name in finished:  # its row is all that is left of it: keep the row
-            row = recorded[run.name]
+        elif run.name in finished:  # its row is all that is left of it: keep the row, copy it from another grid's
+            row, source = recorded[run.name]
+            if source != table:
+                copy_recorded(row, run.label, source, table, curves)
             on_outcome({"name": run.name, "status": "skipped", "last100": float(row["score"]),
                         "episodes": row["episodes"], "in_table_only": True})  # fmt: skip
     todo = [run for run in runs if run.name not in finished]

@@ -201,11 +201,27 @@ def test_smoke_grid_records_provenance_and_skips_finished_runs(tmp_path):
 
     dry = bench(*TINY, "--dry-run", tmp_path=tmp_path)
     assert dry.returncode == 0 and "2 runs, 2 finished, 0 to run" in dry.stdout
+    # a grid that shares these runs records them under its own name for them (the smoke preset's: none)
+    for row in rows:
+        path = tmp_path / "out" / row["name"] / "result.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "label": "the first grid's name"}))
+    shared = bench(*TINY, "--grid", "shared", tmp_path=tmp_path)
+    assert shared.returncode == 0 and "0 finished now, 2 finished earlier" in shared.stdout, shared.stdout
+    assert table(tmp_path / "tables" / "shared.csv") == rows
     # the run folders lost with a machine: the committed table still says which runs are done, and they stay done
     shutil.rmtree(tmp_path / "out")
     again = bench(*TINY, tmp_path=tmp_path)
     assert again.returncode == 0 and "0 finished now, 2 finished earlier" in again.stdout, again.stdout
     assert table(tmp_path / "tables" / "smoke.csv") == rows and not os.listdir(tmp_path / "out")
+    # and without the folders, another grid with these runs (Figure 3's PPO is Table 1's clip 0.2) trains none: it
+    # copies their rows and curves from the committed table, under its own label for them
+    labelled = [{**r, "label": "the first grid's name"} for r in rows]
+    runner.upsert_rows(str(tmp_path / "tables" / "smoke.csv"), runner.COLUMNS, labelled, {r["name"] for r in rows})
+    other = bench(*TINY, "--grid", "other", tmp_path=tmp_path)
+    assert other.returncode == 0 and "0 finished now, 2 finished earlier" in other.stdout, other.stdout
+    assert not os.listdir(tmp_path / "out")
+    assert table(tmp_path / "tables" / "other.csv") == rows  # label "" again
+    assert table(tmp_path / "tables" / "other_curves.csv") == curves
 
 
 def test_dry_run_estimates_the_time_left_from_measured_sps(tmp_path):
