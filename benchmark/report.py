@@ -19,6 +19,10 @@ flags, at one length (total timesteps): runs of different lengths are never aver
 - Figure 3: per task, each method's mean ± std over seeds of the score, beside the paper's and baselines' returns;
   figure3.png has one panel per task, one line per method (the mean over seeds of the smoothed curve) and each seed
   drawn thin. table1.png: Table 1's bars beside the paper's.
+- The paper's claims, each with a verdict read off these numbers (holds / holds on the means, not beyond the noise /
+  fails, and by how much): clip 0.2 is the best setting, no clipping scores below 0, every KL setting scores below
+  clip 0.2 (each with the 95% interval of clip 0.2's lead, stratified as above), and PPO is at or above every other
+  algorithm on all tasks but at most one. A length with one Table 1 setting alone makes no Table 1.
 - Provenance: the commits and script versions the runs came from; the report says so when one table mixes them.
 """
 
@@ -70,6 +74,8 @@ REFERENCE = {
     "Enduro": {"paper PPO, Table 6": 758.3, "paper A2C, Table 6": 0.0, "paper ACER, Table 6": 0.0},
 }
 TABLE1_SCRIPT = "ppo_continuous.py"
+CLAIMED_BEST = "clip-0.2"  # §6.1: clipping with ε = 0.2 scores best; Figure 3's PPO is this setting
+KL_GROUPS = ("adaptive KL", "fixed KL")
 
 
 @dataclass
@@ -169,25 +175,40 @@ def mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def stratified_ci(strata: list[np.ndarray], statistic, resamples: int, seed: int) -> tuple[float, float]:
-    """95% percentile bootstrap interval of statistic(all runs), resampling the runs (seeds) within each stratum
-    (task) independently: scipy.stats.bootstrap with one sample per task, unpaired. A task with one run is fixed."""
-    pooled = np.concatenate(strata)
-    varying = [np.asarray(s, float) for s in strata if len(s) > 1]
-    fixed = np.concatenate([s for s in strata if len(s) <= 1] + [np.zeros(0)])
-    if not varying:  # one run per task: nothing to resample
+def bootstrap_ci(groups: list[list[np.ndarray]], statistic, resamples: int, seed: int) -> tuple[float, float]:
+    """95% percentile bootstrap interval of statistic(*pooled groups): each group's runs are resampled within each of
+    its strata (tasks), independently of the other strata and groups (scipy.stats.bootstrap with one sample per
+    stratum, unpaired). A stratum with one run is held fixed; with none to resample there is no interval."""
+    varying = [(g, np.asarray(s, float)) for g, strata in enumerate(groups) for s in strata if len(s) > 1]
+    fixed = [np.concatenate([np.asarray(s, float) for s in strata if len(s) <= 1] + [np.zeros(0)]) for strata in groups]
+    if not varying:
         return float("nan"), float("nan")
-    if np.ptp(pooled) == 0:  # every resample gives the same value
-        return float(pooled[0]), float(pooled[0])
+    if all(np.ptp(s) == 0 for _, s in varying):  # every resample gives the same value
+        value = float(statistic(*[np.concatenate([np.asarray(s, float) for s in strata]) for strata in groups]))
+        return value, value
 
     def pooled_statistic(*samples, axis=-1):
         samples = [np.moveaxis(s, axis, -1) for s in samples]
-        constant = np.broadcast_to(fixed, samples[0].shape[:-1] + fixed.shape)
-        return statistic(np.concatenate([*samples, constant], axis=-1), axis=-1)
+        batch = samples[0].shape[:-1]
+        pooled = [np.concatenate([s for (g, _), s in zip(varying, samples) if g == group]
+                                 + [np.broadcast_to(constant, batch + constant.shape)], axis=-1)
+                  for group, constant in enumerate(fixed)]  # fmt: skip
+        return statistic(*pooled, axis=-1)
 
-    result = scipy.stats.bootstrap(tuple(varying), pooled_statistic, n_resamples=resamples, paired=False,
-                                   vectorized=True, method="percentile", rng=np.random.default_rng(seed))  # fmt: skip
+    result = scipy.stats.bootstrap(tuple(s for _, s in varying), pooled_statistic, n_resamples=resamples,
+                                   paired=False, vectorized=True, method="percentile",
+                                   rng=np.random.default_rng(seed))  # fmt: skip
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def stratified_ci(strata: list[np.ndarray], statistic, resamples: int, seed: int) -> tuple[float, float]:
+    """95% interval of statistic(all runs of one setting), seeds resampled within each task."""
+    return bootstrap_ci([strata], statistic, resamples, seed)
+
+
+def difference_ci(a: list[np.ndarray], b: list[np.ndarray], resamples: int, seed: int) -> tuple[float, float]:
+    """95% interval of mean(a) - mean(b), two settings' runs resampled within each task, each setting on its own."""
+    return bootstrap_ci([a, b], lambda x, y, axis=-1: mean(x, axis) - mean(y, axis), resamples, seed)
 
 
 def load_random_returns(path: str) -> dict[str, float]:
@@ -237,9 +258,17 @@ def summarize(rows: list[dict], random_returns: dict[str, float], resamples: int
                           "mean_ci": stratified_ci(strata, mean, resamples, seed), "iqm": float(iqm(x)),
                           "iqm_ci": stratified_ci(strata, iqm, resamples, seed),
                           "per_task": {e: float(np.mean(v)) for e, v in per_setting[m].items()}})  # fmt: skip
-        if rows1:
-            tables1.append({"total_timesteps": length, "reference": reference, "rows": rows1,
-                            "settings": len(rows1)})  # fmt: skip
+        if len(rows1) < 2:  # one setting is its own best on every task: a table of ones says nothing
+            continue
+        clip = next((r for r in rows1 if r["setting"].tag == CLAIMED_BEST), None)
+        for r in rows1 if clip else []:  # each setting against clip 0.2, on the tasks both have runs on
+            common = [e for e in per_setting[clip["method"]] if e in per_setting[r["method"]]]
+            a = [np.array(per_setting[clip["method"]][e]) for e in common]
+            b = [np.array(per_setting[r["method"]][e]) for e in common]
+            r["behind_clip"] = {"diff": float(mean(np.concatenate(a)) - mean(np.concatenate(b))), "tasks": len(common),
+                                "ci": difference_ci(a, b, resamples, seed)}  # fmt: skip
+        tables1.append({"total_timesteps": length, "reference": reference, "rows": rows1,
+                        "settings": len(rows1)})  # fmt: skip
     return {"tasks": tasks, "table1": tables1, "notes": notes + provenance_notes(rows)}
 
 
@@ -263,6 +292,124 @@ def provenance_notes(rows: list[dict]) -> list[str]:
 
 def fmt(x: Optional[float], digits: int = 1) -> str:
     return "–" if x is None or np.isnan(x) else f"{x:.{digits}f}"
+
+
+def interval(ci: tuple[float, float]) -> str:
+    return f"[{fmt(ci[0], 2)}, {fmt(ci[1], 2)}]"
+
+
+def setting_name(r: dict) -> str:
+    """clipping, ε = 0.2: a Table 1 row's objective and setting."""
+    return f"{r['setting'].group}{', ' + r['setting'].setting if r['setting'].setting else ''}"
+
+
+def listing(items: list[str]) -> str:
+    return "; ".join(items) if items else "none"
+
+
+def table1_claims(table: dict) -> list[str]:
+    """A verdict on each of §6.1's claims about Table 1, from this table's numbers, with the 95% intervals: of a
+    setting's score, and of clip 0.2's lead over another setting (the difference of their means, both settings' seeds
+    resampled within each task). A lead whose interval excludes 0 is beyond the noise of these seeds."""
+    rows = {r["setting"].tag: r for r in table["rows"]}
+    clip, none, tasks = rows.get(CLAIMED_BEST), rows.get("none"), len(table["reference"])
+
+    def score(r: dict) -> str:
+        return f"{fmt(r['mean'], 2)} {interval(r['mean_ci'])}"
+
+    def includes_0(close: list[dict]) -> str:
+        missing = any(np.isnan(r["behind_clip"]["ci"]).any() for r in close)
+        return "includes 0, or is missing (one seed on every task)," if missing else "includes 0"
+
+    def lead(r: dict) -> str:
+        """clip 0.2's mean minus r's, with its interval."""
+        b = r["behind_clip"]
+        on = "" if b["tasks"] == tasks else f" (on the {b['tasks']} tasks both have runs on)"
+        return f"{setting_name(r)} {b['diff']:+.2f} {interval(b['ci'])}{on}"
+
+    lines = ["### The paper's claims on Table 1, tested on these runs", "",
+             "Each verdict reads this table: a setting's score with its 95% interval, and clip ε = 0.2's lead over"
+             " another setting (the difference of their mean scores, positive when clip 0.2 is ahead) with the 95%"
+             " interval of that difference, seeds resampled within each task. A lead whose interval excludes 0 is"
+             " beyond the spread of these seeds.", ""]  # fmt: skip
+    if clip:
+        others = [r for r in table["rows"] if r is not clip]
+        ahead = [r for r in others if r["behind_clip"]["diff"] < 0]
+        close = [r for r in others if r["behind_clip"]["diff"] >= 0 and not r["behind_clip"]["ci"][0] > 0]
+        if not ahead and not close:
+            margin = min(others, key=lambda r: r["behind_clip"]["diff"])
+            verdict = (f"**Holds.** It scores {score(clip)}, ahead of each of the {len(others)} other settings beyond"
+                       f" the interval; its smallest lead: {lead(margin)}.")  # fmt: skip
+        elif not ahead:
+            verdict = (f"**Holds on the means, not beyond the noise.** It scores {score(clip)}, the highest, but the"
+                       f" interval of its lead {includes_0(close)} against:"
+                       f" {listing([lead(r) for r in close])}.")  # fmt: skip
+        else:
+            clearly = [r for r in ahead if r["behind_clip"]["ci"][1] < 0]
+            verdict = (f"**Fails.** It scores {score(clip)}, {len(ahead)} of {len(others)} settings ahead of it:"
+                       f" {listing([lead(r) for r in ahead])}; {len(clearly)} of them beyond the"
+                       " interval.")  # fmt: skip
+        lines += [f"- *Clipping with ε = 0.2 is the best setting* (paper: {clip['setting'].paper_score:.2f}, the"
+                  f" next 0.76). {verdict}"]  # fmt: skip
+    if none:
+        below = [e for e, v in none["per_task"].items() if v < 0]
+        if none["mean_ci"][1] < 0:
+            verdict = f"**Holds.** It scores {score(none)}."
+        elif none["mean"] < 0:
+            verdict = f"**Holds on the mean; its interval reaches 0.** It scores {score(none)}."
+        else:
+            verdict = (f"**Fails.** It scores {score(none)}, {none['mean'] - none['setting'].paper_score:.2f} above"
+                       " the paper's.")  # fmt: skip
+        per_task = ", ".join(f"{e} {v:.2f}" for e, v in none["per_task"].items())
+        lines += [f"- *No clipping or penalty scores below 0, worse than a random policy on average* (paper:"
+                  f" {none['setting'].paper_score:.2f}, with HalfCheetah below random). {verdict} Below random on:"
+                  f" {listing(below)}. Per task: {per_task}."]  # fmt: skip
+    kl = [r for r in table["rows"] if r["setting"].group in KL_GROUPS]
+    if clip and kl:
+        above = [r for r in kl if r["behind_clip"]["diff"] <= 0]
+        close = [r for r in kl if r["behind_clip"]["diff"] > 0 and not r["behind_clip"]["ci"][0] > 0]
+        if not above and not close:
+            verdict = (f"**Holds.** All {len(kl)} score below it beyond the interval; the closest:"
+                       f" {lead(min(kl, key=lambda r: r['behind_clip']['diff']))}.")  # fmt: skip
+        elif not above:
+            verdict = (f"**Holds on the means, not beyond the noise.** All {len(kl)} score below it; the interval of"
+                       f" clip 0.2's lead {includes_0(close)} against:"
+                       f" {listing([lead(r) for r in close])}.")  # fmt: skip
+        else:
+            clearly = [r for r in above if r["behind_clip"]["ci"][1] < 0]
+            verdict = (f"**Fails** for {len(above)} of {len(kl)}, at or above it: {listing([lead(r) for r in above])};"
+                       f" {len(clearly)} of them beyond the interval.")  # fmt: skip
+        best_kl = max(r["setting"].paper_score for r in kl)
+        lines += [f"- *Every KL-penalty setting scores below clipping with ε = 0.2* (paper: at most {best_kl:.2f}"
+                  f" against {clip['setting'].paper_score:.2f}). {verdict}"]  # fmt: skip
+    return lines + [""]
+
+
+def figure3_claim(summary: dict) -> list[str]:
+    """§6.2's claim, per length: PPO (clip 0.2) is at or above every other algorithm (another script) on almost all
+    tasks, read as all tasks but at most one. Per task, the method means over seeds are compared."""
+    lines = []
+    for length in sorted({m.total_timesteps for methods in summary["tasks"].values() for m in methods}):
+        compared, behind = 0, []
+        for env_id, methods in summary["tasks"].items():
+            ppo = [m for m in methods if m.table1 and m.tag == CLAIMED_BEST and m.total_timesteps == length]
+            others = [m for m in methods if m.script != TABLE1_SCRIPT and m.total_timesteps == length]
+            if not ppo or not others:
+                continue
+            compared += 1
+            p, best = methods[ppo[0]], max(others, key=lambda m: methods[m]["mean"])
+            if methods[best]["mean"] > p["mean"]:
+                spread = [f" ± {fmt(s['std'])}" if s["std"] is not None else "" for s in (methods[best], p)]
+                behind.append(f"{env_id}: {best.label} {fmt(methods[best]['mean'])}{spread[0]} (n={methods[best]['n']})"
+                              f" against PPO's {fmt(p['mean'])}{spread[1]} (n={p['n']})")  # fmt: skip
+        if not compared:
+            continue
+        verdict = "**Holds.**" if len(behind) <= 1 else "**Fails.**"
+        lines += [f"- *PPO is at or above every other algorithm on almost all tasks* ({steps_text(length)} steps;"
+                  f" read as: on all tasks but at most one). {verdict} PPO (clip, ε = 0.2) has the highest mean return"
+                  f" on {compared - len(behind)} of the {compared} tasks with other algorithms; where another is ahead"
+                  f" (mean ± sample std over seeds): {listing(behind)}."]  # fmt: skip
+    return ["## The paper's claim on Figure 3, tested on these runs", ""] + lines + [""] if lines else []
 
 
 def scale_text(rows: list[dict], summary_rows: list[dict], length: int) -> str:
@@ -295,11 +442,10 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> 
         lines += ["", "Per task (mean normalized score over seeds), with the returns that map to 0 and 1:", "",
                   "| setting | " + " | ".join(envs) + " |", "|-|" + "-|" * len(envs)]  # fmt: skip
         for r in table["rows"]:
-            label = f"{r['setting'].group}{', ' + r['setting'].setting if r['setting'].setting else ''}"
-            lines.append(f"| {label} | " + " | ".join(fmt(r["per_task"].get(e), 2) for e in envs) + " |")
+            lines.append(f"| {setting_name(r)} | " + " | ".join(fmt(r["per_task"].get(e), 2) for e in envs) + " |")
         lines.append("| *0: random policy* | " + " | ".join(fmt(table["reference"][e][0]) for e in envs) + " |")
         lines.append("| *1: best setting* | " + " | ".join(fmt(table["reference"][e][1]) for e in envs) + " |")
-        lines.append("")
+        lines += [""] + table1_claims(table)
 
     lines += ["## Returns per task (Figure 3)", "", "Mean ± sample std over seeds of the last-100-episode return, n"
               " seeds; the paper's and baselines' figures in italics.", ""]  # fmt: skip
@@ -313,6 +459,7 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> 
         for source_name, value in REFERENCE.get(task_name(env_id), {}).items():
             lines.append(f"| *{source_name}* | | | *{value}* |")
         lines.append("")
+    lines += figure3_claim(summary)
     if plots:
         lines += ["## Plots", ""] + [f"![{os.path.splitext(p)[0]}]({p})" for p in plots] + [""]
     lines += ["## Provenance and notes", ""] + [f"- {n}" for n in summary["notes"]] + [""]

@@ -93,15 +93,70 @@ def test_other_scripts_tags_and_lengths_change_no_table1_number(tmp_path):
                 row("clip-0.2", env_id, seed, 10_000, script="my_ppo.py"),  # a fork with Table 1's tag and flags
                 row("clip-0.2", env_id, seed, 10_000, flags=FLAGS["clip-0.2"] + " --num-steps 512"),  # other flags
                 row("mine", env_id, seed, 10_000, flags=FLAGS["clip-0.2"]),  # Table 1's flags under another tag
-                row("clip-0.2", env_id, seed, 10_000, steps=200_000),  # a shorter run of a Table 1 setting
+                row("clip-0.2", env_id, seed, 10_000, steps=200_000),  # shorter runs of two Table 1 settings
+                row("none", env_id, seed, 5_000, steps=200_000),
+                row("clip-0.2", env_id, seed, 10_000, steps=500_000),  # one setting alone at its length
             ]
     summary = summary_of(tmp_path, paper_rows() + others)
     assert table1_numbers(summary) == before
-    # the 200k runs make a Table 1 of their own, and a cell of their own in the returns per task
+    # the 200k runs make a Table 1 of their own, and a cell of their own in the returns per task; one setting alone
+    # (it would be its own best, 1 on every task) makes none
     assert [t["total_timesteps"] for t in summary["table1"]] == [200_000, 1_000_000]
     cells = [m for m in summary["tasks"]["Hopper-v4"] if (m.script, m.tag, m.flags) == ("ppo_continuous.py",
              "clip-0.2", FLAGS["clip-0.2"])]  # fmt: skip
-    assert sorted(m.total_timesteps for m in cells) == [200_000, 1_000_000]
+    assert sorted(m.total_timesteps for m in cells) == [200_000, 500_000, 1_000_000]
+
+
+def claims_of(tmp_path, scores: dict) -> str:
+    """The report's verdicts on the paper's claims for {(script or tag, env_id): seeds' scores}, random 0 and 10."""
+    rows = [row("default", e, seed, x, script=k) if k.endswith(".py") else row(k, e, seed, x)
+            for (k, e), xs in scores.items() for seed, x in enumerate(xs, 1)]  # fmt: skip
+    summary = summary_of(tmp_path, rows)
+    return "\n".join(report.table1_claims(summary["table1"][0]) + report.figure3_claim(summary))
+
+
+def verdict(text: str, claim: str) -> str:
+    (line,) = [line for line in text.splitlines() if line.startswith(f"- *{claim}")]
+    return line
+
+
+def set_scores(runs: dict, scores: tuple) -> None:
+    """(tag or script, Hopper's mean, Swimmer's mean): three seeds at mean - 1, mean, mean + 1 on each task."""
+    for key, hopper, swimmer in scores:
+        for env_id, x in (("Hopper-v4", hopper), ("Swimmer-v4", swimmer)):
+            runs[key, env_id] = [x - 1, x, x + 1]
+
+
+def test_verdicts_on_the_papers_claims(tmp_path):
+    best = "Clipping with ε = 0.2 is the best"
+    runs = {}
+    set_scores(runs, (("clip-0.2", 101, 61), ("clip-0.1", 51, 31), ("none", -11, 1), ("kl-adaptive-0.01", 71, 41),
+                      ("trpo.py", 91, 71)))  # fmt: skip
+    text = claims_of(tmp_path, runs)
+    kl = (71 / 101 + 31 / 51) / 2  # clip 0.2 is the best setting on both tasks: 1; the others relative to it
+    assert f"**Holds.** It scores 1.00 [0.99, 1.01], ahead of each of the 3 other settings beyond the interval; its" \
+           f" smallest lead: adaptive KL, d_targ=0.01 {1 - kl:+.2f} [" in verdict(text, best)  # fmt: skip
+    assert "**Holds.**" in verdict(text, "No clipping") and "Below random on: Hopper-v4; Swimmer-v4." in text
+    assert f"**Holds.** All 1 score below it beyond the interval; the closest: adaptive KL, d_targ=0.01" \
+           f" {1 - kl:+.2f}" in verdict(text, "Every KL-penalty setting")  # fmt: skip
+    line = verdict(text, "PPO is at or above")  # TRPO ahead on one task of two: "almost all"
+    assert "**Holds.**" in line and "on 1 of the 2 tasks" in line
+    assert "Swimmer-v4: trpo default 71.0 ± 1.0 (n=3) against PPO's 61.0 ± 1.0 (n=3)" in line
+
+    set_scores(runs, (("clip-0.1", 121, 71), ("none", 51, 31), ("kl-adaptive-0.01", 151, 81), ("trpo.py", 111, 71)))
+    text = claims_of(tmp_path, runs)
+    assert "**Fails.** It scores" in verdict(text, best) and "2 of them beyond the interval" in verdict(text, best)
+    none = (51 / 151 + 21 / 71) / 2  # the best setting now: adaptive KL on both tasks
+    assert f"**Fails.** It scores {none:.2f} [" in verdict(text, "No clipping") and "Below random on: none." in text
+    assert "**Fails** for 1 of 1" in verdict(text, "Every KL-penalty setting")
+    assert "**Fails.**" in verdict(text, "PPO is at or above") and "on 0 of the 2 tasks" in text
+
+    # clip 0.2 ahead of clip 0.1 on the means by less than the spread of the seeds
+    runs["clip-0.2", "Hopper-v4"], runs["clip-0.1", "Hopper-v4"] = [60, 100, 140], [55, 95, 135]
+    runs["clip-0.2", "Swimmer-v4"], runs["clip-0.1", "Swimmer-v4"] = [20, 60, 100], [15, 55, 95]
+    del runs["kl-adaptive-0.01", "Hopper-v4"], runs["kl-adaptive-0.01", "Swimmer-v4"]
+    line = verdict(claims_of(tmp_path, runs), best)
+    assert "**Holds on the means, not beyond the noise.**" in line and "includes 0 against: clipping, ε = 0.1 +" in line
 
 
 def test_intervals_resample_seeds_within_each_task():
