@@ -332,25 +332,28 @@ def table1_claims(table: dict) -> list[str]:
              " another setting (the difference of their mean scores, positive when clip 0.2 is ahead) with the 95%"
              " interval of that difference, seeds resampled within each task. A lead whose interval excludes 0 is"
              " beyond the spread of these seeds.", ""]  # fmt: skip
+
+    def ahead_of(rivals: list[dict]) -> str:
+        """The verdict on "clip 0.2 scores above each of rivals"."""
+        level = [r for r in rivals if r["behind_clip"]["diff"] <= 0]  # at or above clip 0.2
+        close = [r for r in rivals if r not in level and not r["behind_clip"]["ci"][0] > 0]
+        if not level and not close:
+            closest = min(rivals, key=lambda r: r["behind_clip"]["diff"])
+            return (
+                f"**Holds.** Clip 0.2 is ahead of all {len(rivals)} beyond the interval; the closest: {lead(closest)}."
+            )
+        if not level:
+            return (f"**Holds on the means, not beyond the noise.** Clip 0.2 is ahead of all {len(rivals)}, but the"
+                    f" interval of its lead {includes_0(close)} against:"
+                    f" {listing([lead(r) for r in close])}.")  # fmt: skip
+        clearly = [r for r in level if r["behind_clip"]["ci"][1] < 0]
+        return (f"**Fails** for {len(level)} of {len(rivals)}, at or above clip 0.2:"
+                f" {listing([lead(r) for r in level])}; {len(clearly)} of them beyond the interval.")  # fmt: skip
+
     if clip:
-        others = [r for r in table["rows"] if r is not clip]
-        ahead = [r for r in others if r["behind_clip"]["diff"] < 0]
-        close = [r for r in others if r["behind_clip"]["diff"] >= 0 and not r["behind_clip"]["ci"][0] > 0]
-        if not ahead and not close:
-            margin = min(others, key=lambda r: r["behind_clip"]["diff"])
-            verdict = (f"**Holds.** It scores {score(clip)}, ahead of each of the {len(others)} other settings beyond"
-                       f" the interval; its smallest lead: {lead(margin)}.")  # fmt: skip
-        elif not ahead:
-            verdict = (f"**Holds on the means, not beyond the noise.** It scores {score(clip)}, the highest, but the"
-                       f" interval of its lead {includes_0(close)} against:"
-                       f" {listing([lead(r) for r in close])}.")  # fmt: skip
-        else:
-            clearly = [r for r in ahead if r["behind_clip"]["ci"][1] < 0]
-            verdict = (f"**Fails.** It scores {score(clip)}, {len(ahead)} of {len(others)} settings ahead of it:"
-                       f" {listing([lead(r) for r in ahead])}; {len(clearly)} of them beyond the"
-                       " interval.")  # fmt: skip
         lines += [f"- *Clipping with ε = 0.2 is the best setting* (paper: {clip['setting'].paper_score:.2f}, the"
-                  f" next 0.76). {verdict}"]  # fmt: skip
+                  f" next 0.76). {ahead_of([r for r in table['rows'] if r is not clip])} Clip 0.2 scores"
+                  f" {score(clip)}."]  # fmt: skip
     if none:
         below = [e for e, v in none["per_task"].items() if v < 0]
         if none["mean_ci"][1] < 0:
@@ -366,22 +369,9 @@ def table1_claims(table: dict) -> list[str]:
                   f" {listing(below)}. Per task: {per_task}."]  # fmt: skip
     kl = [r for r in table["rows"] if r["setting"].group in KL_GROUPS]
     if clip and kl:
-        above = [r for r in kl if r["behind_clip"]["diff"] <= 0]
-        close = [r for r in kl if r["behind_clip"]["diff"] > 0 and not r["behind_clip"]["ci"][0] > 0]
-        if not above and not close:
-            verdict = (f"**Holds.** All {len(kl)} score below it beyond the interval; the closest:"
-                       f" {lead(min(kl, key=lambda r: r['behind_clip']['diff']))}.")  # fmt: skip
-        elif not above:
-            verdict = (f"**Holds on the means, not beyond the noise.** All {len(kl)} score below it; the interval of"
-                       f" clip 0.2's lead {includes_0(close)} against:"
-                       f" {listing([lead(r) for r in close])}.")  # fmt: skip
-        else:
-            clearly = [r for r in above if r["behind_clip"]["ci"][1] < 0]
-            verdict = (f"**Fails** for {len(above)} of {len(kl)}, at or above it: {listing([lead(r) for r in above])};"
-                       f" {len(clearly)} of them beyond the interval.")  # fmt: skip
         best_kl = max(r["setting"].paper_score for r in kl)
         lines += [f"- *Every KL-penalty setting scores below clipping with ε = 0.2* (paper: at most {best_kl:.2f}"
-                  f" against {clip['setting'].paper_score:.2f}). {verdict}"]  # fmt: skip
+                  f" against {clip['setting'].paper_score:.2f}). {ahead_of(kl)}"]  # fmt: skip
     return lines + [""]
 
 
