@@ -92,6 +92,8 @@ class Args:
     """bootstrap resamples for the confidence intervals"""
     seed: int = 0
     """seed of the bootstrap, and of the random policy for --measure-random"""
+    seeds: Optional[list[int]] = None
+    """only the runs of these seeds (e.g. --seeds 1: a grid's first seed, fixed while later seeds still run)"""
     measure_random: bool = False
     """instead of a report: measure a uniform-random policy's mean return on --env-ids, store it in --random-returns"""
     env_ids: list[str] = field(default_factory=lambda: list(MUJOCO_TASKS))
@@ -593,8 +595,10 @@ def main(args: Args) -> None:
         rows, curves = read_table(path)
     except (KeyError, ValueError) as e:
         fail(f"{path}: not a results table of benchmark/run.py ({type(e).__name__}: {e})")
+    if args.seeds:
+        rows = [r for r in rows if r["seed"] in args.seeds]
     if not rows:
-        fail(f"{path}: no finished runs")
+        fail(f"{path}: no finished runs" + (f" of seeds {args.seeds}" if args.seeds else ""))
     out = args.out or path[: -len(".csv")]
     os.makedirs(out, exist_ok=True)
     summary = summarize(rows, load_random_returns(args.random_returns), args.resamples, args.seed)
@@ -607,6 +611,7 @@ def main(args: Args) -> None:
         plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines)
         plots.append("figure3.png")
     source = os.path.relpath(path, ROOT) if path.startswith(ROOT) else path
+    source += f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else ""
     write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots))
     print(f"{len(rows)} runs on {len(summary['tasks'])} tasks; written: {os.path.join(out, 'report.md')} and"
           f" {len(plots)} plots")  # fmt: skip

@@ -200,6 +200,15 @@ def test_report_from_the_results_table_alone(tmp_path):
     assert "trpo.py: all 2 runs from one version" in text
     for png in ("table1.png", "figure3.png"):
         assert (out / png).stat().st_size > 10_000
+    # a grid's first seed alone, fixed while later seeds still run: seed 1 of clip 0.2 is the best on Hopper (100 >
+    # 50) and (30 - 10) / (60 - 10) on Swimmer, where no clipping scored 60
+    proc = subprocess.run([sys.executable, "-m", "benchmark.report", path, "--random-returns", str(random_path),
+                           "--resamples", "2000", "--seeds", "1", "--out", str(tmp_path / "seed1")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (tmp_path / "seed1" / "report.md").read_text()
+    assert f"| clipping | ε = 0.2 | 2 | {np.mean([100 / 100, 20 / 50]):.2f} | [–, –] |" in text
+    assert f"{os.path.basename(path)} --seeds 1`" in text
 
 
 def test_bad_input_to_the_report_is_one_line_and_exit_code_2(tmp_path):
