@@ -721,7 +721,7 @@ def record(result: dict, results_dir: str, table: str, curves: str) -> None:
 
 
 def recorded_runs(table: str, tables_dir: str) -> dict[str, tuple[dict, str]]:
-    """Every run in the committed results tables, by name: its row and the table it is in (this grid's own first)."""
+    """Every run in the committed results tables, by name: its row and the table it is in (the grid's own, if there)."""
     recorded = {}
     for path in sorted(glob.glob(os.path.join(tables_dir, "*.csv"))) + [table]:  # the grid's own table wins
         if os.path.exists(path) and not path.endswith("_curves.csv"):
