@@ -732,9 +732,9 @@ def recorded_runs(table: str, tables_dir: str) -> dict[str, tuple[dict, str]]:
 
 def copy_recorded(row: dict, label: str, source: str, table: str, curves: str) -> None:
     """Put a run that another grid's table holds into this grid's table and curves file, under this grid's label."""
-    points = []
-    if os.path.exists(source[: -len(".csv")] + "_curves.csv"):
-        with open(source[: -len(".csv")] + "_curves.csv", newline="") as f:
+    points, source_curves = [], source[: -len(".csv")] + "_curves.csv"
+    if os.path.exists(source_curves):
+        with open(source_curves, newline="") as f:
             points = [point for point in csv.DictReader(f) if point["name"] == row["name"]]
     upsert_rows(table, COLUMNS, [{**row, "label": label}], {row["name"]})
     upsert_rows(curves, CURVE_COLUMNS, points, {row["name"]})
@@ -764,11 +764,7 @@ def describe(outcome: dict) -> str:
 def estimate(runs: list[Run], args: Args, finished: set[str], table: str) -> str:
     """The wall time left, from the SPS (wall time included) of finished runs in the results tables: the same script
     and task on this CPU model first, then the same script and task anywhere, then the same script."""
-    rows = []
-    for path in {table, *glob.glob(os.path.join(args.tables_dir, "*.csv"))}:
-        if os.path.exists(path) and not path.endswith("_curves.csv"):
-            with open(path, newline="") as f:
-                rows += [r for r in csv.DictReader(f) if r.get("sps")]
+    rows = [row for row, _ in recorded_runs(table, args.tables_dir).values() if row.get("sps")]
     cpu = machine_state()["cpu"]
 
     def sps(run: Run) -> Optional[float]:
