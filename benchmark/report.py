@@ -259,7 +259,8 @@ def summarize(rows: list[dict], random_returns: dict[str, float], resamples: int
             rows1.append({"method": m, "setting": m.table1, "n": len(x), "tasks": len(strata), "mean": float(x.mean()),
                           "mean_ci": stratified_ci(strata, mean, resamples, seed), "iqm": float(iqm(x)),
                           "iqm_ci": stratified_ci(strata, iqm, resamples, seed),
-                          "per_task": {e: float(np.mean(v)) for e, v in per_setting[m].items()}})  # fmt: skip
+                          "per_task": {e: float(np.mean(v)) for e, v in per_setting[m].items()},
+                          "seeds": {e: len(v) for e, v in per_setting[m].items()}})  # fmt: skip
         if len(rows1) < 2:  # one setting is its own best on every task: a table of ones says nothing
             continue
         clip = next((r for r in rows1 if r["setting"].tag == CLAIMED_BEST), None)
@@ -405,10 +406,10 @@ def figure3_claim(summary: dict) -> list[str]:
     return ["## The paper's claim on Figure 3, tested on these runs", ""] + lines + [""] if lines else []
 
 
-def scale_text(rows: list[dict], summary_rows: list[dict], length: int) -> str:
-    """ "7 tasks x 3 seeds x 1M steps" for a Table 1."""
+def scale_text(summary_rows: list[dict], length: int) -> str:
+    """ "7 tasks x 3 seeds x 1M steps" for a Table 1; "1-2 seeds" while a grid's later seeds have reached some cells."""
     tasks = max(r["tasks"] for r in summary_rows)
-    seeds = sorted({r["n"] // max(r["tasks"], 1) for r in summary_rows})
+    seeds = sorted({n for r in summary_rows for n in r["seeds"].values()})
     seed_text = str(seeds[0]) if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
     return f"{tasks} tasks x {seed_text} seed{'' if seed_text == '1' else 's'} x {steps_text(length)} steps"
 
@@ -420,7 +421,7 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> 
              f" (§6.1). {len(rows)} runs.", ""]  # fmt: skip
     for table in summary["table1"]:
         length = table["total_timesteps"]
-        lines += [f"## Table 1: {scale_text(rows, table['rows'], length)}", "",
+        lines += [f"## Table 1: {scale_text(table['rows'], length)}", "",
                   f"Per task, the uniform-random policy is 0 and the best of the {table['settings']} Table 1 settings"
                   " here (mean over seeds) is 1. Mean and IQM over each setting's n runs, with 95% bootstrap intervals"
                   " stratified by task (seeds resampled within each task).", "",
@@ -506,7 +507,7 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
     plt.close(fig)
 
 
-def plot_table1(table: dict, rows: list[dict], path: str) -> None:
+def plot_table1(table: dict, path: str) -> None:
     """Table 1 as bars grouped by objective: ours (95% stratified bootstrap interval) beside the paper's score."""
     fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(table["rows"]) + 2), 4.5))
     x, ticks, labels, groups = 0.0, [], [], {}
@@ -533,7 +534,7 @@ def plot_table1(table: dict, rows: list[dict], path: str) -> None:
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(ticks, labels, fontsize=8, rotation=25, ha="right", rotation_mode="anchor")
     ax.set_ylabel("average normalized score (random 0, best 1)")
-    ax.set_title(f"Table 1: {scale_text(rows, table['rows'], table['total_timesteps'])}")
+    ax.set_title(f"Table 1: {scale_text(table['rows'], table['total_timesteps'])}")
     ax.legend(handles=legend, fontsize=8)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -606,7 +607,7 @@ def main(args: Args) -> None:
     plots = []
     for table in summary["table1"]:
         name = "table1.png" if len(summary["table1"]) == 1 else f"table1_{steps_text(table['total_timesteps'])}.png"
-        plot_table1(table, rows, os.path.join(out, name))
+        plot_table1(table, os.path.join(out, name))
         plots.append(name)
     if curves:
         plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines)

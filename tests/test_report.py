@@ -81,6 +81,10 @@ def test_table1_normalizes_as_section_6_1(tmp_path):
         assert m_ci[0] <= m <= m_ci[1] and q_ci[0] <= q <= q_ci[1]
     (table,) = summary["table1"]
     assert table["reference"] == {"Hopper-v4": (0.0, 150.0), "Swimmer-v4": (10.0, 80.0)}
+    assert report.scale_text(table["rows"], 1_000_000) == "2 tasks x 2 seeds x 1M steps"
+    # while a grid's seed 3 has reached one cell (5 runs over 2 tasks), the heading names the range, not 5 // 2
+    (table,) = summary_of(tmp_path, paper_rows() + [row("clip-0.2", "Hopper-v4", 3, 150)])["table1"]
+    assert report.scale_text(table["rows"], 1_000_000) == "2 tasks x 2-3 seeds x 1M steps"
 
 
 def test_other_scripts_tags_and_lengths_change_no_table1_number(tmp_path):
@@ -208,7 +212,7 @@ def test_report_from_the_results_table_alone(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = (tmp_path / "seed1" / "report.md").read_text()
     assert f"| clipping | ε = 0.2 | 2 | {np.mean([100 / 100, 20 / 50]):.2f} | [–, –] |" in text
-    assert f"{os.path.basename(path)} --seeds 1`" in text
+    assert f"{os.path.basename(path)} --seeds 1`" in text and "## Table 1: 2 tasks x 1 seed x 1M steps" in text
 
 
 def test_bad_input_to_the_report_is_one_line_and_exit_code_2(tmp_path):
