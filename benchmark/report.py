@@ -500,10 +500,10 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
     for ax in axes[len(env_ids) + 1 :]:
         ax.axis("off")
     fig.supxlabel("environment steps")
-    fig.supylabel("episodic return (mean of the last 100 episodes)")
+    fig.supylabel("return (mean of last 100 episodes)", fontsize=10)  # fits the height of a single row of panels
     fig.suptitle("Learning curves: mean over seeds (thick), each seed (thin)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
 
