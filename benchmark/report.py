@@ -16,7 +16,7 @@ flags, at one length (total timesteps): runs of different lengths are never aver
   script, tag or length in the table change none of these numbers. Beside the mean: the interquartile mean (IQM, the
   mean of the middle 50%), and 95% bootstrap intervals of both, stratified by task (seeds resampled within each
   task; scipy.stats.bootstrap, percentile method), with the number of runs n.
-- Figure 3: per task, each method's mean ± std over seeds of the score, beside the paper's and baselines' returns;
+- Figure 3: each method's mean ± std over seeds of the score on each task, beside the paper's and baselines' returns;
   figure3.png has one panel per task, one line per method (the mean over seeds of the smoothed curve) and each seed
   drawn thin. table1.png: Table 1's bars beside the paper's.
 - The paper's claims, each with a verdict read off these numbers (holds / holds on the means, not beyond the noise /
@@ -414,6 +414,29 @@ def scale_text(summary_rows: list[dict], length: int) -> str:
     return f"{tasks} tasks x {seed_text} seed{'' if seed_text == '1' else 's'} x {steps_text(length)} steps"
 
 
+def returns_table(summary: dict) -> list[str]:
+    """Figure 3 as numbers: a row per method, a column per task, then the paper's and baselines' figures."""
+    envs = list(summary["tasks"])
+    methods = sorted({m for methods in summary["tasks"].values() for m in methods}, key=method_order)
+    lengths = {m.total_timesteps for m in methods}
+    steps = f" at {steps_text(lengths.pop())} steps" if len(lengths) == 1 else ""
+    lines = ["## Returns per task (Figure 3)", "", f"Last-100-episode return{steps}: mean ± sample std over each cell's"
+             " seeds (n: the seeds per cell); the paper's and baselines' figures in italics.", "",
+             "| method | n | " + " | ".join(envs) + " |", "|-|-|" + "-|" * len(envs)]  # fmt: skip
+    for m in methods:
+        cells = [summary["tasks"][e].get(m) for e in envs]
+        ns = sorted({c["n"] for c in cells if c})
+        name = m.label if steps else f"{m.label}, {steps_text(m.total_timesteps)}"
+        texts = ["–" if c is None else fmt(c["mean"]) + (f" ± {fmt(c['std'])}" if c["std"] is not None else "")
+                 for c in cells]  # fmt: skip
+        lines.append(f"| {name} | {ns[0] if len(ns) == 1 else f'{ns[0]}-{ns[-1]}'} | " + " | ".join(texts) + " |")
+    sources = list(dict.fromkeys(k for e in envs for k in REFERENCE.get(task_name(e), {})))
+    for source in sources:
+        values = [REFERENCE.get(task_name(e), {}).get(source) for e in envs]
+        lines.append(f"| *{source}* | | " + " | ".join("" if v is None else f"*{v}*" for v in values) + " |")
+    return lines + [""]
+
+
 def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> str:
     """report.md: Table 1 first, then the returns per task (Figure 3), the plots, and the notes on provenance."""
     made = f"Made {time.strftime('%Y-%m-%d %H:%M')} by `python -m benchmark.report {source}`."
@@ -441,19 +464,7 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> 
         lines.append("| *1: best setting* | " + " | ".join(fmt(table["reference"][e][1]) for e in envs) + " |")
         lines += [""] + table1_claims(table)
 
-    lines += ["## Returns per task (Figure 3)", "", "Mean ± sample std over seeds of the last-100-episode return, n"
-              " seeds; the paper's and baselines' figures in italics.", ""]  # fmt: skip
-    for env_id, methods in summary["tasks"].items():
-        lines += [f"### {env_id}", "", "| method | steps | n | last-100 return |", "|-|-|-|-|"]
-        for method, s in methods.items():
-            spread = f" ± {fmt(s['std'])}" if s["std"] is not None else ""
-            lines.append(
-                f"| {method.label} | {steps_text(method.total_timesteps)} | {s['n']} | {fmt(s['mean'])}{spread} |"
-            )
-        for source_name, value in REFERENCE.get(task_name(env_id), {}).items():
-            lines.append(f"| *{source_name}* | | | *{value}* |")
-        lines.append("")
-    lines += figure3_claim(summary)
+    lines += returns_table(summary) + figure3_claim(summary)
     if plots:
         lines += ["## Plots", ""] + [f"![{os.path.splitext(p)[0]}]({p})" for p in plots] + [""]
     lines += ["## Provenance and notes", ""] + [f"- {n}" for n in summary["notes"]] + [""]

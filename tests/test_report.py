@@ -109,6 +109,9 @@ def test_other_scripts_tags_and_lengths_change_no_table1_number(tmp_path):
     cells = [m for m in summary["tasks"]["Hopper-v4"] if (m.script, m.tag, m.flags) == ("ppo_continuous.py",
              "clip-0.2", FLAGS["clip-0.2"])]  # fmt: skip
     assert sorted(m.total_timesteps for m in cells) == [200_000, 500_000, 1_000_000]
+    text = "\n".join(report.returns_table(summary))  # several lengths: each row names its own
+    assert "| ppo_continuous clip-0.2, 500k | 2 | 10000.0 ± 0.0 | 10000.0 ± 0.0 |" in text and " at 1M" not in text
+    assert "| ppo_continuous clip-0.2, 1M | 2 | 150.0 ± 70.7 | 40.0 ± 14.1 |" in text
 
 
 def claims_of(tmp_path, scores: dict) -> str:
@@ -198,8 +201,11 @@ def test_report_from_the_results_table_alone(tmp_path):
     clip = np.mean([100 / 150, 200 / 150, 20 / 70, 40 / 70])
     assert f"| clipping | ε = 0.2 | 4 | {clip:.2f} | [" in text and "| 0.82 |" in text
     assert "## Table 1: 2 tasks x 2 seeds x 1M steps" in text
-    assert "| TRPO | 1M | 2 | 90.0 ± 0.0 |" not in text and "| trpo default | 1M | 2 | 90.0 ± 0.0 |" in text
-    assert "| *baselines ppo2* | | | *2316.2* |" in text
+    # Figure 3 as numbers: a row per method and a column per task (a cell without runs is "–"); the label of a run
+    # is what its table says (here none), never guessed from the script
+    assert "Last-100-episode return at 1M steps" in text and "| method | n | Hopper-v4 | Swimmer-v4 |" in text
+    assert "| TRPO |" not in text and "| trpo default | 2 | 90.0 ± 0.0 | – |" in text
+    assert "| *baselines ppo2* | | *2316.2* | *111.2* |" in text
     assert "ppo_continuous.py: its 8 runs come from 2 versions of the script" in text
     assert "trpo.py: all 2 runs from one version" in text
     for png in ("table1.png", "figure3.png"):
@@ -213,6 +219,7 @@ def test_report_from_the_results_table_alone(tmp_path):
     text = (tmp_path / "seed1" / "report.md").read_text()
     assert f"| clipping | ε = 0.2 | 2 | {np.mean([100 / 100, 20 / 50]):.2f} | [–, –] |" in text
     assert f"{os.path.basename(path)} --seeds 1`" in text and "## Table 1: 2 tasks x 1 seed x 1M steps" in text
+    assert "| trpo default | 1 | 90.0 | – |" in text  # one seed per cell: no spread
 
 
 def test_bad_input_to_the_report_is_one_line_and_exit_code_2(tmp_path):
