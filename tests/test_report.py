@@ -222,6 +222,33 @@ def test_report_from_the_results_table_alone(tmp_path):
     assert "| trpo default | 1 | 90.0 | – |" in text  # one seed per cell: no spread
 
 
+def test_scalars_reads_each_runs_events_and_a_resumed_run_once(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    rows = [row("none", "Hopper-v4", 1, 50), row("none", "Hopper-v4", 2, 70)]  # seed 2 has no folder here
+    write_table(str(tmp_path / "grid.csv"), rows)
+    run_dir = tmp_path / "out" / rows[0]["name"] / "runs" / "Hopper-v4__ppo_continuous__1__1"
+    # the first attempt logs updates 1-4 and dies; the second resumes from update 2's checkpoint and logs 3-6 again
+    for attempt, (steps, values) in enumerate((([1, 2, 3, 4], [1, 3, 100, 100]), ([3, 4, 5, 6], [5, 7, 9, 11]))):
+        writer = SummaryWriter(str(run_dir), filename_suffix=f".{attempt}")
+        for step, value in zip(steps, values):
+            writer.add_scalar("losses/kl", value, step)
+        writer.close()
+        (path,) = [p for p in run_dir.iterdir() if p.name.endswith(f".{attempt}")]
+        os.utime(path, (1000 + attempt, 1000 + attempt))
+    proc = subprocess.run([sys.executable, "-m", "benchmark.scalars", str(tmp_path / "grid.csv"), "--results-dir",
+                           str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    # updates 1-6 log 1, 3, 5, 7, 9, 11: medians 3 (1, 3, 5) and 9 (7, 9, 11); the dead attempt's 100s are gone
+    assert "| ppo_continuous none | Hopper-v4 | 1 | 50.0 | 3 | 9 |" in proc.stdout
+    assert "| 2 | 70.0 |" not in proc.stdout
+    assert f"1 runs left out, no losses/kl in their folders: {rows[1]['name']}" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "benchmark.scalars", str(tmp_path / "grid.csv"), "--scalar", "x/y",
+                           "--results-dir", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: no run of ")
+
+
 def test_bad_input_to_the_report_is_one_line_and_exit_code_2(tmp_path):
     (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
     for target in (str(tmp_path / "missing.csv"), str(tmp_path / "junk.csv"), str(tmp_path)):
