@@ -162,6 +162,16 @@ def read_table(path: str) -> tuple[list[dict], dict[str, tuple[np.ndarray, np.nd
     return rows, curves
 
 
+def open_table(path: str) -> tuple[list[dict], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """read_table, with a one-line error and exit code 2 for a path that is not a results table."""
+    if not os.path.isfile(path):
+        fail(f"{path}: no such results table (benchmark/run.py writes benchmark/results/{{grid}}.csv)")
+    try:
+        return read_table(path)
+    except (KeyError, ValueError) as e:
+        fail(f"{path}: not a results table of benchmark/run.py ({type(e).__name__}: {e})")
+
+
 def method_order(method: Method) -> tuple:
     """Table 1's settings in the paper's order first, then the rest by script and tag; shorter runs first."""
     index = TABLE1.index(method.table1) if method.table1 else len(TABLE1)
@@ -602,12 +612,7 @@ def main(args: Args) -> None:
         return
 
     path = os.path.join(args.table, "results.csv") if os.path.isdir(args.table) else args.table
-    if not os.path.isfile(path):
-        fail(f"{path}: no such results table (benchmark/run.py writes benchmark/results/{{grid}}.csv)")
-    try:
-        rows, curves = read_table(path)
-    except (KeyError, ValueError) as e:
-        fail(f"{path}: not a results table of benchmark/run.py ({type(e).__name__}: {e})")
+    rows, curves = open_table(path)
     if args.seeds:
         rows = [r for r in rows if r["seed"] in args.seeds]
     if not rows:

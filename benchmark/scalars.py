@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import tyro
 from tensorboard.backend.event_processing.event_accumulator import SCALARS, EventAccumulator
 
-from benchmark.report import fail, method_order, read_table
+from benchmark.report import fail, method_order, open_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,12 +45,7 @@ def logged(run_folder: str, scalar: str) -> list[float]:
 
 
 def main(args: Args) -> None:
-    if not os.path.isfile(args.table):
-        fail(f"{args.table}: no such results table")
-    try:
-        rows, _ = read_table(args.table)
-    except (KeyError, ValueError) as e:
-        fail(f"{args.table}: not a results table of benchmark/run.py ({type(e).__name__}: {e})")
+    rows, _ = open_table(args.table)
     lines = [f"{args.scalar}: median over the first and the second half of each run's updates", "",
              "| method | task | seed | score | first half | second half |", "|-|-|-|-|-|-|"]  # fmt: skip
     missing = []
