@@ -23,12 +23,14 @@ import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Short runs that reach every branch of the shared skeleton: one env and several, terminations and time-limit
-# truncations (HalfCheetah's 1000 steps), the KL-penalty objective, and the Figure 3 flag sets of vanilla PG
+# truncations (HalfCheetah's 1000 steps), every objective of Table 1, and the Figure 3 flag sets of vanilla PG
 CASES = {
     "ppo_continuous.py": [
         "--env-id Hopper-v4 --total-timesteps 20480",
+        "--env-id Walker2d-v4 --total-timesteps 4096 --objective none",
         "--env-id HalfCheetah-v4 --num-envs 2 --num-steps 1024 --total-timesteps 4096 --objective kl-adaptive",
-        "--env-id InvertedDoublePendulum-v4 --num-envs 3 --num-steps 512 --total-timesteps 6144 --clip-vloss",
+        "--env-id InvertedDoublePendulum-v4 --num-envs 3 --num-steps 512 --total-timesteps 6144 --clip-vloss"
+        " --objective kl-fixed --kl-beta 3",
     ],
     "trpo.py": [
         "--env-id Hopper-v4 --total-timesteps 10240",
