@@ -148,7 +148,8 @@ def test_verdicts_on_the_papers_claims(tmp_path):
            f" {1 - kl:+.2f}" in verdict(text, "Every KL-penalty setting")  # fmt: skip
     line = verdict(text, "PPO is at or above")  # TRPO ahead on one task of two: "almost all"
     assert "**Holds.**" in line and "on 1 of the 2 tasks" in line
-    assert "Swimmer-v4: trpo default 71.0 ± 1.0 (n=3) against PPO's 61.0 ± 1.0 (n=3)" in line
+    assert "Swimmer-v4: trpo default 71.0 ± 1.0 (n=3) against PPO's 61.0 ± 1.0 (n=3), ahead by 10.0 [" in line
+    assert "beyond the interval on 1 of them" in line
 
     set_scores(runs, (("clip-0.1", 121, 71), ("none", 51, 31), ("kl-adaptive-0.01", 151, 81), ("trpo.py", 111, 71)))
     text = claims_of(tmp_path, runs)
@@ -157,14 +158,20 @@ def test_verdicts_on_the_papers_claims(tmp_path):
     none = (51 / 151 + 21 / 71) / 2  # the best setting now: adaptive KL on both tasks
     assert f"**Fails.** It scores {none:.2f} [" in verdict(text, "No clipping") and "Below random on: none." in text
     assert "**Fails** for 1 of 1" in verdict(text, "Every KL-penalty setting")
-    assert "**Fails.**" in verdict(text, "PPO is at or above") and "on 0 of the 2 tasks" in text
+    line = verdict(text, "PPO is at or above")  # TRPO ahead by 10 on both tasks, seeds 1 apart: beyond the noise
+    assert "**Fails.**" in line and "on 0 of the 2 tasks" in line and "beyond the interval on 2 of them" in line
 
     # clip 0.2 ahead of clip 0.1 on the means by less than the spread of the seeds
     runs["clip-0.2", "Hopper-v4"], runs["clip-0.1", "Hopper-v4"] = [60, 100, 140], [55, 95, 135]
     runs["clip-0.2", "Swimmer-v4"], runs["clip-0.1", "Swimmer-v4"] = [20, 60, 100], [15, 55, 95]
     del runs["kl-adaptive-0.01", "Hopper-v4"], runs["kl-adaptive-0.01", "Swimmer-v4"]
-    line = verdict(claims_of(tmp_path, runs), best)
+    text = claims_of(tmp_path, runs)
+    line = verdict(text, best)
     assert "**Holds on the means, not beyond the noise.**" in line and "includes 0 against: clipping, ε = 0.1 +" in line
+    # TRPO (111, 71) still ahead of PPO's means (100, 60) on both tasks, now by less than the spread of PPO's seeds
+    line = verdict(text, "PPO is at or above")
+    assert "**Fails on the means, not beyond the noise.**" in line and "beyond the interval on 0 of them" in line
+    assert "Hopper-v4: trpo default 111.0 ± 1.0 (n=3) against PPO's 100.0 ± 40.0 (n=3), ahead by 11.0 [-" in line
 
 
 def test_intervals_resample_seeds_within_each_task():
