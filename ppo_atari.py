@@ -102,15 +102,16 @@ class Args:
     ent_coef: float = 0.01
     """c2 of (9): entropy bonus (Table 5: 0.01)"""
 
-    # Implementation details [not in paper]; defaults follow the openai/baselines ppo2 code the paper used
+    # Implementation details [not in paper]. The defaults are openai/baselines ppo2's (November 2017), as CleanRL's;
+    # the code released with the paper (baselines ppo1, July 2017) differs where a flag says so
     orthogonal_init: bool = True
-    """[not in paper] orthogonal weights (gain sqrt 2, 0.01 for the policy head, 1 for the value head), zero biases"""
+    """[not in paper] orthogonal weights (gain √2; policy head 0.01, value head 1), zero biases (ppo2; ppo1: normc)"""
     adam_eps: float = 1e-5
-    """[not in paper] Adam's epsilon (PyTorch's default is 1e-8): a larger eps damps steps on tiny gradients"""
+    """[not in paper] Adam's epsilon (ppo2 1e-5; ppo1 at release and PyTorch 1e-8): damps steps on tiny gradients"""
     anneal_lr: bool = True
     """anneal the learning rate with α from 1 to 0 over training, as Table 5 does"""
     norm_adv: bool = True
-    """[not in paper] normalize advantages to mean 0, std 1 in each minibatch, so the step size is scale-free"""
+    """[not in paper] Â to mean 0, std 1 in each minibatch (ppo2; ppo1: once over the batch): scale-free steps"""
     clip_reward: bool = True
     """learn from sign(r) in {-1, 0, 1}, as the paper's Atari code did; the logged return stays the real score"""
     life_loss_done: bool = True
@@ -130,88 +131,15 @@ class Args:
     torch_threads: int = 2
     """torch threads on the CPU: for the CNN two beat one here (see benchmark/RESULTS.md)"""
     max_grad_norm: float = 0.5
-    """[not in paper] clip the global gradient norm of each minibatch step to this"""
+    """[not in paper] clip the global gradient norm of each minibatch step to this (ppo2 0.5; ppo1: no clip)"""
     clip_vloss: bool = True
-    """[not in paper] clip the value update like the policy ratio: max of clipped and unclipped squared error"""
+    """[not in paper] clip the value update like the policy ratio: the larger of the clipped and unclipped squared
+    errors (ppo2; ppo1 at release)"""
     bootstrap_truncated: bool = True
     """bootstrap a truncation (--max-episode-frames) from V(real final observation); off treats it as a termination"""
 
 
-FRAME_SKIP = 4  # frames per agent step, max-pooled over the last two (Mnih et al. 2015, as the paper's Atari code)
-
-
-def fail(message: str) -> None:
-    """Bad input: one line on stderr, exit code 2, no traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def validate(args: Args) -> None:
-    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
-    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
-                 "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "env_threads",
-                 "torch_threads", "max_grad_norm", "max_episode_frames"):  # fmt: skip
-        if not getattr(args, name) > 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
-        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
-    if args.sticky_actions is not None and not 0 <= args.sticky_actions <= 1:
-        fail(f"--sticky-actions is a probability in [0, 1], got {args.sticky_actions}")
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.minibatch_size:
-        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
-    if args.total_timesteps < batch_size:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
-    if atari_game(args.env_id) not in roms.get_all_rom_ids():
-        close = difflib.get_close_matches(atari_game(args.env_id), roms.get_all_rom_ids(), n=4)
-        fail(f"--env-id {args.env_id}: no Atari game {atari_game(args.env_id)!r}; close names: {', '.join(close)}")
-
-
-def load_checkpoint(path: str, flag: str) -> dict:
-    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
-    try:
-        ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
-        return ckpt
-    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
-        fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-
-
-def atari_game(env_id: str) -> str:
-    """The ROM name of an id: BreakoutNoFrameskip-v4, ALE/Breakout-v5 and breakout all give breakout."""
-    name = re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", env_id.split("/")[-1])
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()  # MsPacman → ms_pacman
-
-
-def sticky_actions(args: Args) -> float:
-    """--sticky-actions, or the id's own: ale-py registers its -v0 and ALE/...-v5 ids with repeat_action_probability
-    0.25 and its -v4 ids with 0 (ale_py/registration.py); a bare ROM name gets the paper's protocol, 0."""
-    if args.sticky_actions is not None:
-        return args.sticky_actions
-    return 0.25 if re.search(r"-v[05]$", args.env_id) else 0.0
-
-
-def make_envs(args: Args, run_dir: str) -> AtariVectorEnv:
-    """ale-py's vector env: preprocessing in C++ threads, about 3x faster than gymnasium's Python wrappers.
-
-    A game over resets the game in the same step (SAME_STEP). Four of its options are traps for PPO, so they stay off
-    and the script does their job itself: its episodic_life resets the whole game on a life loss, its life_loss_info
-    marks a termination that no reset follows, its reward clipping would hide the game's score, and its time limit
-    resets the game in the step that reaches it, reporting the new game's lives, which hides a life lost in that step.
-    """
-    return AtariVectorEnv(
-        atari_game(args.env_id), args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        noop_max=30, frameskip=FRAME_SKIP, maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4,
-        use_fire_reset=True, repeat_action_probability=sticky_actions(args),
-        max_num_frames_per_episode=2**31 - 1,  # never reached: collect_rollout applies --max-episode-frames
-        episodic_life=False, life_loss_info=False, reward_clipping=False, num_threads=args.env_threads,
-    )  # fmt: skip
-
-
-def fire_action(envs: AtariVectorEnv) -> int:
-    """FIRE's index in the game's action set, or -1 for a game without FIRE (nothing to serve after a lost life)."""
-    action_set = list(envs.ale.get_action_set())
-    return action_set.index(Action.FIRE) if Action.FIRE in action_set else -1
+# NETWORKS: the policy and the value function
 
 
 def layer_init(layer: nn.Module, std: float, orthogonal: bool) -> nn.Module:
@@ -263,6 +191,21 @@ def flatten_parameters(module: nn.Module) -> nn.Parameter:
         p.grad = flat.grad[offset : offset + p.numel()].view_as(p)
         offset += p.numel()
     return flat
+
+
+def check_flat(module: nn.Module, flat: nn.Parameter) -> None:
+    """flatten_parameters' views hold only while nothing replaces them. The usual `optimizer.zero_grad()` sets the
+    flat gradient to None: Adam then skips every step, the layers' gradients pile up, and nothing learns. Stop the
+    run at once instead of training in silence."""
+
+    def memory(tensor: Optional[torch.Tensor]) -> Optional[int]:
+        return None if tensor is None else tensor.untyped_storage().data_ptr()
+
+    params = list(module.parameters())
+    if flat.grad is None or not all(memory(p) == memory(flat) and memory(p.grad) == memory(flat.grad) for p in params):
+        sys.exit("error: the weights' gradients are no longer views of flat_params.grad (optimizer.zero_grad() sets it "
+                 "to None): zero it with flat_params.grad.zero_(), or drop flatten_parameters and give the optimizer "
+                 "agent.parameters()")  # fmt: skip
 
 
 # ALGO LOGIC: the math, as small pure functions
@@ -377,6 +320,54 @@ def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: f
     return advantages
 
 
+def explained_variance(advantages: np.ndarray, values: np.ndarray) -> float:
+    """1 − Var[V_targ − V] / Var[V_targ] with V_targ = Â + V: 1 is a perfect critic, 0 no better than a constant."""
+    return float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8))
+
+
+# ALGO LOGIC: the rollout (Algorithm 1, step 1) and the advantages (step 2)
+
+
+FRAME_SKIP = 4  # frames per agent step, max-pooled over the last two (Mnih et al. 2015, as the paper's Atari code)
+
+
+def atari_game(env_id: str) -> str:
+    """The ROM name of an id: BreakoutNoFrameskip-v4, ALE/Breakout-v5 and breakout all give breakout."""
+    name = re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", env_id.split("/")[-1])
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()  # MsPacman → ms_pacman
+
+
+def sticky_actions(args: Args) -> float:
+    """--sticky-actions, or the id's own: ale-py registers its -v0 and ALE/...-v5 ids with repeat_action_probability
+    0.25 and its -v4 ids with 0 (ale_py/registration.py); a bare ROM name gets the paper's protocol, 0."""
+    if args.sticky_actions is not None:
+        return args.sticky_actions
+    return 0.25 if re.search(r"-v[05]$", args.env_id) else 0.0
+
+
+def make_envs(args: Args, run_dir: str) -> AtariVectorEnv:
+    """ale-py's vector env: preprocessing in C++ threads, about 3x faster than gymnasium's Python wrappers.
+
+    A game over resets the game in the same step (SAME_STEP). Four of its options are traps for PPO, so they stay off
+    and the script does their job itself: its episodic_life resets the whole game on a life loss, its life_loss_info
+    marks a termination that no reset follows, its reward clipping would hide the game's score, and its time limit
+    resets the game in the step that reaches it, reporting the new game's lives, which hides a life lost in that step.
+    """
+    return AtariVectorEnv(
+        atari_game(args.env_id), args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+        noop_max=30, frameskip=FRAME_SKIP, maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4,
+        use_fire_reset=True, repeat_action_probability=sticky_actions(args),
+        max_num_frames_per_episode=2**31 - 1,  # never reached: collect_rollout applies --max-episode-frames
+        episodic_life=False, life_loss_info=False, reward_clipping=False, num_threads=args.env_threads,
+    )  # fmt: skip
+
+
+def fire_action(envs: AtariVectorEnv) -> int:
+    """FIRE's index in the game's action set, or -1 for a game without FIRE (nothing to serve after a lost life)."""
+    action_set = list(envs.ale.get_action_set())
+    return action_set.index(Action.FIRE) if Action.FIRE in action_set else -1
+
+
 @dataclass
 class Carry:
     """What one rollout hands to the next: the env's last observation and the running games' counters."""
@@ -488,118 +479,10 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
     return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
-def evaluate(args: Args) -> list:
-    """Play --eval-episodes games with a checkpoint's policy, one game per env, and print the mean score.
-
-    The actions are sampled from π, with a seeded generator, so that two evaluations of a checkpoint print the same
-    mean; --eval-greedy takes the most probable action instead. The games follow the checkpoint's protocol (sticky
-    actions, FIRE after a lost life, the time limit).
-    """
-    if args.eval_episodes <= 0:
-        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
-    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
-    saved = replace(ckpt["args"], num_envs=args.eval_episodes)
-    envs = make_envs(saved, run_dir="")
-    torch.set_num_threads(saved.torch_threads)
-    agent = Agent(envs.single_action_space.n)
-    agent.load_state_dict(ckpt["agent"])
-    obs, info = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
-    generator = torch.Generator().manual_seed(saved.seed + 10_000)  # the sampling's own RNG: the same games each time
-    fire, lives, serve = fire_action(envs), info["lives"].copy(), np.zeros(args.eval_episodes, dtype=bool)
-    scores, lengths = np.zeros(args.eval_episodes), np.zeros(args.eval_episodes)
-    finished = np.zeros(args.eval_episodes, dtype=bool)
-    while not finished.all():
-        with torch.inference_mode():
-            logits, _ = agent(torch.from_numpy(obs))
-        if not args.eval_greedy:  # a ~ π(·|s) by the Gumbel-max trick, as in training
-            logits = logits - torch.empty(logits.shape).exponential_(generator=generator).log()
-        actions = logits.argmax(-1).numpy()
-        actions[serve] = fire
-        obs, reward, terminated, _, info = envs.step(actions)
-        scores += reward * ~finished
-        lengths += 1
-        serve = (info["lives"] < lives) & ~terminated & saved.fire_on_life_loss & (fire >= 0)
-        lives = info["lives"].copy()
-        finished |= terminated | (lengths * FRAME_SKIP >= saved.max_episode_frames)
-    mean, std, kind = scores.mean(), scores.std(), "greedy" if args.eval_greedy else "sampled"
-    print(f"eval {saved.env_id} ({kind}): mean return {mean:.2f} +- {std:.2f} over {len(scores)} games")
-    return scores.tolist()
-
-
-def select_device(args: Args) -> torch.device:
-    """The device to train on, named in the first line the run prints; --cuda without a GPU says why, once.
-    With --torch-deterministic on a GPU: cuDNN's deterministic kernels, no TF32, deterministic algorithms."""
-    if args.cuda and torch.cuda.is_available():
-        device = torch.device("cuda")
-        print(f"device: cuda ({torch.cuda.get_device_name(device)}, torch {torch.__version__})", flush=True)
-        if args.torch_deterministic:  # cuDNN and TF32 would make GPU runs unrepeatable
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts, after this
-            torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
-            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False  # full fp32, not TF32
-            torch.use_deterministic_algorithms(True, warn_only=True)  # the deterministic kernel where there is one
-        return device
-    why = "a CPU-only build" if torch.version.cuda is None else "a CUDA build, but it sees no GPU"
-    print("device: cpu" + (f" (--cuda is on, but torch {torch.__version__} is {why})" if args.cuda else ""), flush=True)
-    return torch.device("cpu")
-
-
-def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
-    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
-    new_run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
-    os.makedirs(run_dir, exist_ok=True)
-    if args.track:
-        import wandb
-
-        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
-                   config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
-    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
-    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
-    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
-    return run_dir, writer
-
-
-def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, **progress) -> None:
-    """What --resume needs to continue the learner exactly: flags, weights, optimizer, CPU and CUDA RNG, progress."""
-    device = next(agent.parameters()).device
-    cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
-    torch.save({
-        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
-        "torch_rng": torch.get_rng_state(), **cuda_rng,
-    }, path + ".tmp")  # fmt: skip
-    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
-
-
-def restore_checkpoint(ckpt: dict, agent: Agent, optimizer) -> None:
-    agent.load_state_dict(ckpt["agent"])
-    optimizer.load_state_dict(ckpt["optimizer"])
-    torch.set_rng_state(ckpt["torch_rng"])
-    device = next(agent.parameters()).device
-    if device.type == "cuda" and "cuda_rng" in ckpt:  # the GPU's RNG draws the minibatch shuffles there
-        torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
-
-
-def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
-    """episodes.csv, one row per finished game; on resume, without the rows written after the checkpoint."""
-    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
-    if resumed_at is not None and os.path.exists(path):
-        with open(path) as f:
-            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
-    csv_file = open(path, "w", newline="")
-    csv.writer(csv_file).writerows(rows)
-    return csv_file
-
-
-def catch_stop_signals() -> list:
-    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
-    return stop
-
-
 def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, device: torch.device) -> dict:
-    """The (T, N) rollout as a batch of B = NT samples, with π_θold's log-probs from the rollout's logits."""
+    """The (T, N) rollout as a batch of B = NT samples, with π_θold's log-probs from the rollout's logits. Each
+    tensor whose first dimension is B is a per-sample column: the update shuffles and slices every one of them, so a
+    column added here reaches each minibatch as mb[key]."""
     batch_size = advantages.size
     actions = torch.from_numpy(rollout["actions"].reshape(batch_size)).to(device)  # (B,)
     logits = torch.from_numpy(rollout["logits"].reshape(batch_size, -1)).to(device)  # (B, num_actions): π_old
@@ -609,11 +492,14 @@ def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, dev
         "obs": torch.from_numpy(rollout["obs"].reshape((batch_size, 4, 84, 84))).to(device),  # (B, 4, 84, 84) uint8
         "actions": actions, "logprobs": categorical_log_prob(logits, actions), "logits": logits,
         "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values,  # V_targ = Â + V_old
-        # 1 where π chose the action, 0 where the script forced FIRE after a lost life: no log π of an action the
-        # policy did not choose enters the loss (its policy, KL and entropy terms); V still learns from those states
+        # the one mask of the forced FIRE: 1 where π chose the action, 0 where the script served after a lost life.
+        # No log π of an action the policy did not choose enters the loss (its policy, KL and entropy terms, and the
+        # advantages' mean and std); V still learns from those states
         "valid": torch.from_numpy(~rollout["served"].reshape(-1)).to(device, torch.float32),  # (B,)
-        "any_served": bool(rollout["served"].any()),
     }  # fmt: skip
+
+
+# ALGO LOGIC: the update (Algorithm 1, step 3)
 
 
 def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_beta: float, clip_coef: float,
@@ -624,29 +510,27 @@ def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_b
     uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
     batch_size = len(batch["advantages"])
     last_logits, last_values = torch.zeros_like(batch["logits"]), torch.zeros_like(batch["values"])
-    columns = [batch[key] for key in ("obs", "actions", "logprobs", "logits", "values", "returns")]
+    any_served = not bool(batch["valid"].all())  # else the plain per-minibatch statistics: cheaper, the same numbers
     for _epoch in range(args.update_epochs):
-        # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
+        # shuffle every per-sample column once per epoch, then cut it into minibatches: views, not gathers
         perm = torch.randperm(batch_size, device=batch["advantages"].device)
-        shuffled_advantages, shuffled_valid = batch["advantages"][perm], batch["valid"][perm]
+        shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}
+        shuffled["index"] = perm  # where each sample sits in the batch: the diagnostics use its last outputs
+        # the mask `valid` as weights: each minibatch's mean becomes the mean over the steps π chose
+        shuffled["weights"] = sample_weights(shuffled["valid"], args.minibatch_size)  # exactly 1 when none was served
         if args.norm_adv:
-            valid = shuffled_valid if batch["any_served"] else None
-            shuffled_advantages = normalize_advantages(shuffled_advantages, args.minibatch_size, valid)
-        weights = sample_weights(shuffled_valid, args.minibatch_size)  # all exactly 1 when nothing was served
-        minibatches = zip(perm.split(args.minibatch_size), shuffled_advantages.split(args.minibatch_size),
-                          weights.split(args.minibatch_size),
-                          *(x[perm].split(args.minibatch_size) for x in columns))  # fmt: skip
-        for mb, mb_advantages, mb_weights, *mb_columns in minibatches:
-            mb_obs, mb_actions, mb_logprobs, mb_logits, mb_values, mb_returns = mb_columns
-            logits, new_values = agent(mb_obs)
-            # mb: where these samples sit in the batch; the diagnostics use each sample's last outputs
-            last_logits[mb], last_values[mb] = logits.detach(), new_values.detach()
+            valid = shuffled["valid"] if any_served else None
+            shuffled["advantages"] = normalize_advantages(shuffled["advantages"], args.minibatch_size, valid)
+        for start in range(0, batch_size, args.minibatch_size):
+            mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
+            logits, new_values = agent(mb["obs"])
+            last_logits[mb["index"]], last_values[mb["index"]] = logits.detach(), new_values.detach()
             # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
-            ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()
-            kl = categorical_kl(mb_logits, logits) if uses_kl else None
-            pg_obj = policy_objective(ratio, mb_advantages, args.objective, clip_coef, kl, kl_beta, mb_weights)
-            v_loss = value_loss(new_values, mb_values, mb_returns, value_clip)
-            entropy = (categorical_entropy(logits) * mb_weights).mean()
+            ratio = (categorical_log_prob(logits, mb["actions"]) - mb["logprobs"]).exp()
+            kl = categorical_kl(mb["logits"], logits) if uses_kl else None
+            pg_obj = policy_objective(ratio, mb["advantages"], args.objective, clip_coef, kl, kl_beta, mb["weights"])
+            v_loss = value_loss(new_values, mb["values"], mb["returns"], value_clip)
+            entropy = (categorical_entropy(logits) * mb["weights"]).mean()
             loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
             flat_params.grad.zero_()
             loss.backward()
@@ -683,27 +567,7 @@ def diagnostics(agent: Agent, batch: dict, last_outputs: tuple, kl_beta: float, 
         }
 
 
-def explained_variance(advantages: np.ndarray, values: np.ndarray) -> float:
-    """1 − Var[V_targ − V] / Var[V_targ] with V_targ = Â + V: 1 is a perfect critic, 0 no better than a constant."""
-    return float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8))
-
-
-def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
-    for episode_step, episode_return, length in episodes:
-        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
-        writer.add_scalar("charts/episodic_length", length, episode_step)
-    for name, value in metrics.items():
-        writer.add_scalar(name, value, global_step)
-
-
-def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
-    """A live line on a terminal; ten lines in a log file."""
-    tty = sys.stdout.isatty()
-    if tty or iteration % max(1, num_iterations // 10) == 0:
-        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
-        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
-        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
-        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+# Algorithm 1
 
 
 def train(args: Args, ckpt: Optional[dict] = None) -> None:
@@ -749,6 +613,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
 
         # ALG STEP 3: optimize the surrogate L wrt θ, with K epochs and minibatch size M ≤ NT; then θ_old ← θ
         metrics = update(agent, flat_params, optimizer, batch, kl_beta, clip_coef, args)
+        check_flat(agent, flat_params)  # a fork's optimizer lines can undo the flat views: stop rather than not learn
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
         metrics["losses/explained_variance"] = explained_variance(advantages, values)
@@ -765,6 +630,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
         log_metrics(writer, episodes, metrics, global_step)
         if stop or (args.save_model and (iteration % args.save_interval == 0 or iteration == num_iterations)):
+            writer.flush()  # the events up to this step are on disk before the checkpoint that a resume starts from
             save_checkpoint(checkpoint_path, args, agent, optimizer, global_step=global_step, iteration=iteration,
                             kl_beta=kl_beta)  # fmt: skip
         print_progress(iteration, num_iterations, global_step, sps, recent_returns, args)
@@ -780,13 +646,211 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     csv_file.close()
 
 
+# RUN MANAGEMENT: validation, checkpoints and resume, env state, the run folder, signals, CSV and TensorBoard,
+# progress, evaluation. Not the algorithm: a fork rarely needs to change anything below
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def describe(e: Exception) -> str:
+    """An exception in one short line: its type and the first line of its message (which may be empty)."""
+    lines = str(e).splitlines()
+    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
+
+
+def validate(args: Args) -> None:
+    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
+    for name, value in vars(args).items():  # inf and nan pass every comparison below, or none
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+    if not 0 <= args.seed < 2**32:  # NumPy's seed range
+        fail(f"--seed must lie in [0, 2**32), got {args.seed}")
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
+                 "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "env_threads",
+                 "torch_threads", "max_grad_norm", "max_episode_frames"):  # fmt: skip
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
+        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
+    if args.sticky_actions is not None and not 0 <= args.sticky_actions <= 1:
+        fail(f"--sticky-actions is a probability in [0, 1], got {args.sticky_actions}")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.minibatch_size:
+        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
+    if args.norm_adv and args.minibatch_size < 2:  # the std of one sample is nan
+        fail("--norm-adv standardizes Â within each minibatch, which needs --minibatch-size >= 2 (or --no-norm-adv)")
+    check_game(args.env_id, f"--env-id {args.env_id}")
+
+
+def check_game(env_id: str, flag: str) -> None:
+    game = atari_game(env_id)
+    if game not in roms.get_all_rom_ids():
+        close = difflib.get_close_matches(game, roms.get_all_rom_ids(), n=4)
+        fail(f"{flag}: no Atari game {game!r} in ale-py" + (f"; close names: {', '.join(close)}" if close else ""))
+
+
+def select_device(args: Args) -> torch.device:
+    """The device to train on, named in the first line the run prints; --cuda without a GPU says why, once.
+    With --torch-deterministic on a GPU: cuDNN's deterministic kernels, no TF32, deterministic algorithms."""
+    if args.cuda and torch.cuda.is_available():
+        device = torch.device("cuda")
+        print(f"device: cuda ({torch.cuda.get_device_name(device)}, torch {torch.__version__})", flush=True)
+        if args.torch_deterministic:  # cuDNN and TF32 would make GPU runs unrepeatable
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # read when cuBLAS starts, after this
+            torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, False
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False  # full fp32, not TF32
+            torch.use_deterministic_algorithms(True, warn_only=True)  # the deterministic kernel where there is one
+        return device
+    why = "a CPU-only build" if torch.version.cuda is None else "a CUDA build, but it sees no GPU"
+    print("device: cpu" + (f" (--cuda is on, but torch {torch.__version__} is {why})" if args.cuda else ""), flush=True)
+    return torch.device("cpu")
+
+
+def load_checkpoint(path: str, flag: str) -> dict:
+    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    try:
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        return ckpt
+    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
+
+
+def load_resumable(path: str, argv: list[str]) -> dict:
+    """A checkpoint for --resume. A run continues with its own flags, so other flags given with --resume are refused
+    rather than ignored."""
+    others = [arg.split("=")[0] for arg in argv if arg.startswith("--") and arg.split("=")[0] != "--resume"]
+    if others:
+        fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
+    return load_checkpoint(path, "--resume")
+
+
+def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
+    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
+    new_run_dir = f"runs/{args.env_id.replace('/', '-')}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
+    os.makedirs(run_dir, exist_ok=True)
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
+                   config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
+    # on resume, drop the events logged after the checkpoint (steps > its global_step): the run logs them again
+    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] + 1 if ckpt else None)
+    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+    return run_dir, writer
+
+
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, **progress) -> None:
+    """What --resume needs to continue the learner exactly: flags, weights, optimizer, CPU and CUDA RNG, progress."""
+    device = next(agent.parameters()).device
+    cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
+    torch.save({
+        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+        "torch_rng": torch.get_rng_state(), **cuda_rng,
+    }, path + ".tmp")  # fmt: skip
+    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
+
+
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer) -> None:
+    agent.load_state_dict(ckpt["agent"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    torch.set_rng_state(ckpt["torch_rng"])
+    device = next(agent.parameters()).device
+    if device.type == "cuda" and "cuda_rng" in ckpt:  # the GPU's RNG draws the minibatch shuffles there
+        torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
+
+
+def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
+    """episodes.csv, one row per finished game; on resume, without the rows written after the checkpoint."""
+    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
+    if resumed_at is not None and os.path.exists(path):
+        with open(path) as f:
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
+    csv_file = open(path, "w", newline="")
+    csv.writer(csv_file).writerows(rows)
+    return csv_file
+
+
+def catch_stop_signals() -> list:
+    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
+    return stop
+
+
+def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
+    for episode_step, episode_return, length in episodes:
+        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
+        writer.add_scalar("charts/episodic_length", length, episode_step)
+    for name, value in metrics.items():
+        writer.add_scalar(name, value, global_step)
+
+
+def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
+    """A live line on a terminal; ten lines in a log file."""
+    tty = sys.stdout.isatty()
+    if tty or iteration % max(1, num_iterations // 10) == 0:
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+
+
+def evaluate(args: Args) -> list:
+    """Play --eval-episodes games with a checkpoint's policy, one game per env, and print the mean score.
+
+    The actions are sampled from π, with a seeded generator, so that two evaluations of a checkpoint print the same
+    mean; --eval-greedy takes the most probable action instead. The games follow the checkpoint's protocol (sticky
+    actions, FIRE after a lost life, the time limit).
+    """
+    if args.eval_episodes <= 0:
+        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
+    saved = replace(ckpt["args"], num_envs=args.eval_episodes)
+    check_game(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}")
+    envs = make_envs(saved, run_dir="")
+    torch.set_num_threads(saved.torch_threads)
+    agent = Agent(envs.single_action_space.n)
+    agent.load_state_dict(ckpt["agent"])
+    obs, info = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
+    generator = torch.Generator().manual_seed(saved.seed + 10_000)  # the sampling's own RNG: the same games each time
+    fire, lives, serve = fire_action(envs), info["lives"].copy(), np.zeros(args.eval_episodes, dtype=bool)
+    scores, lengths = np.zeros(args.eval_episodes), np.zeros(args.eval_episodes)
+    finished = np.zeros(args.eval_episodes, dtype=bool)
+    while not finished.all():
+        with torch.inference_mode():
+            logits, _ = agent(torch.from_numpy(obs))
+        if not args.eval_greedy:  # a ~ π(·|s) by the Gumbel-max trick, as in training
+            logits = logits - torch.empty(logits.shape).exponential_(generator=generator).log()
+        actions = logits.argmax(-1).numpy()
+        actions[serve] = fire
+        obs, reward, terminated, _, info = envs.step(actions)
+        scores += reward * ~finished
+        lengths += 1
+        serve = (info["lives"] < lives) & ~terminated & saved.fire_on_life_loss & (fire >= 0)
+        lives = info["lives"].copy()
+        finished |= terminated | (lengths * FRAME_SKIP >= saved.max_episode_frames)
+    mean, std, kind = scores.mean(), scores.std(), "greedy" if args.eval_greedy else "sampled"
+    print(f"eval {saved.env_id} ({kind}): mean return {mean:.2f} +- {std:.2f} over {len(scores)} games")
+    return scores.tolist()
+
+
 if __name__ == "__main__":
     args, ckpt = tyro.cli(Args), None
     if args.eval_checkpoint:
         evaluate(args)
         sys.exit(0)
     if args.resume:  # continue: the saved flags, weights, optimizer, RNG states and step; the games start anew
-        ckpt = load_checkpoint(args.resume, "--resume")
+        ckpt = load_resumable(args.resume, sys.argv[1:])
         args = replace(ckpt["args"], resume=args.resume)
     validate(args)
     train(args, ckpt)

@@ -13,8 +13,9 @@ Defaults are the paper's Table 3 (T = 2048, 10 epochs, minibatch 64, λ = 0.95, 
     python ppo_gridworld_numpy.py --objective none
 """
 
+import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 import numpy as np
@@ -24,7 +25,8 @@ import tyro
 @dataclass
 class Args:
     seed: int = 1
-    """seed of np.random.default_rng, the only source of randomness: the same seed gives the same output"""
+    """seed of np.random.default_rng, the only source of randomness: the same seed gives the same output; 0 to
+    2**32 - 1"""
     length: int = 7
     """cells in the corridor, both terminal ends included (at least 3); the agent starts at length // 2"""
     total_timesteps: int = 20_480
@@ -65,6 +67,13 @@ def fail(message: str) -> None:
 
 
 def validate(args: Args) -> None:
+    """Check the flags once, right after parsing, before anything is printed."""
+    for field in fields(args):  # every float flag: inf or nan would only train into a table of NaNs
+        value = getattr(args, field.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"--{field.name.replace('_', '-')} must be a finite number, got {value}")
+    if not 0 <= args.seed < 2**32:  # numpy's seeding raises on a negative seed; one 32-bit word
+        fail(f"--seed must lie in [0, 2**32), got {args.seed}")
     for name in ("total_timesteps", "num_steps", "minibatch_size", "update_epochs", "learning_rate",
                  "vf_learning_rate", "clip_coef", "log_interval"):  # fmt: skip
         if not getattr(args, name) > 0:
@@ -256,6 +265,11 @@ def train(args: Args) -> tuple[np.ndarray, np.ndarray]:
         logits, values, max_change, clipfrac = ppo_update(logits, values, batch, args, rng)
         # Ê_t[KL[π_old(·|s_t), π(·|s_t)]] over the batch's states; rounding can leave −1e-17 where π did not move
         kl = max(float(kl_divergence(probs_old[batch["states"]], softmax(logits)[batch["states"]]).mean()), 0.0)
+        # a step size too large overflows a table, or drives some π(a|s) to exactly 0 (KL = inf): stop, print no NaNs
+        numbers = {"logits": logits, "V": values, "max|Δπ|": max_change, "KL": kl, "clipfrac": clipfrac}
+        if bad := [name for name, x in numbers.items() if not np.isfinite(x).all()]:
+            rates = f"--learning-rate {args.learning_rate}, --vf-learning-rate {args.vf_learning_rate}"
+            sys.exit(f"error: non-finite {', '.join(bad)} at iteration {iteration}: step sizes too large ({rates})")
 
         # TRY NOT TO MODIFY: progress
         if iteration % args.log_interval == 0 or iteration in (1, num_iterations):
@@ -275,7 +289,8 @@ def train(args: Args) -> tuple[np.ndarray, np.ndarray]:
 def main() -> None:
     args = tyro.cli(Args)
     validate(args)
-    train(args)
+    with np.errstate(all="ignore"):  # an overflow stops train() with its own one-line error, not numpy's warnings
+        train(args)
 
 
 if __name__ == "__main__":

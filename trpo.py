@@ -86,116 +86,36 @@ class Args:
     backtrack_iters: int = 10
     """tries of the line search before the old parameters are kept"""
 
-    # Implementation details [not in paper]; defaults follow the openai/baselines ppo2 code the paper used
+    # Implementation details [not in paper], the same as ppo_continuous.py's (ppo2's, as CleanRL's), so that the
+    # update alone differs between the two; each names its source. openai/baselines trpo_mpi (2017) normalized the
+    # observations (clipped to ±5) and the advantages over the batch, and had none of the others
     orthogonal_init: bool = True
-    """[not in paper] orthogonal weights (gain sqrt 2, 0.01 for the policy head, 1 for the value head), zero biases"""
+    """[not in paper] orthogonal weights (gain √2; policy head 0.01, value head 1), zero biases (ppo2; ppo1: normc)"""
     adam_eps: float = 1e-5
-    """[not in paper] Adam's epsilon (PyTorch's default is 1e-8): a larger eps damps steps on tiny gradients"""
+    """[not in paper] Adam's epsilon (ppo2 1e-5; ppo1 at release and PyTorch 1e-8): damps steps on tiny gradients"""
     anneal_lr: bool = True
-    """[not in paper for MuJoCo] anneal the learning rate linearly to 0 over training"""
+    """[not in trpo_mpi] anneal the value function's Adam stepsize linearly to 0 (ours, as ppo2 anneals PPO's; trpo_mpi
+    kept it constant). TRPO's policy step is set by --max-kl alone"""
     norm_adv: bool = True
     """[not in paper] normalize advantages to mean 0, std 1 over the batch, so the surrogate's scale is fixed"""
     norm_obs: bool = True
-    """[not in paper] normalize observations by a running mean and std: MuJoCo observations differ wildly in scale"""
+    """[not in paper] observations by a running mean and std (ppo1, ppo2, trpo_mpi): MuJoCo's differ wildly in scale"""
     obs_clip: float = 10.0
-    """[not in paper] clip normalized observations to [-obs_clip, obs_clip]"""
+    """[not in paper] clip normalized observations to [-obs_clip, obs_clip] (ppo2 10; ppo1 and trpo_mpi 5)"""
     norm_reward: bool = True
-    """[not in paper] divide rewards by a running std of the discounted return, so value targets stay near 1"""
+    """[not in paper] rewards / a running std of the discounted return: V's targets stay near 1 (ppo2; ppo1: none)"""
     reward_clip: float = 10.0
-    """[not in paper] clip scaled rewards to [-reward_clip, reward_clip]"""
+    """[not in paper] clip scaled rewards to [-reward_clip, reward_clip] (ppo2)"""
     bootstrap_truncated: bool = True
-    """bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as the paper's code"""
+    """[ours] bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as ppo1, ppo2
+    and CleanRL do"""
 
 
-def fail(message: str) -> None:
-    """Bad input: one line on stderr, exit code 2, no traceback."""
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+# NETWORKS: the policy and the value function
 
 
-def validate(args: Args) -> None:
-    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
-    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "vf_epochs", "vf_learning_rate",
-                 "max_kl", "cg_iters", "backtrack_iters", "adam_eps", "obs_clip", "reward_clip"):  # fmt: skip
-        if not getattr(args, name) > 0:
-            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and 0 < args.backtrack_coef < 1 and args.cg_damping >= 0):
-        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --backtrack-coef in (0, 1), --cg-damping >= 0")
-    batch_size = args.num_envs * args.num_steps
-    if batch_size % args.minibatch_size:
-        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
-    if args.total_timesteps < batch_size:
-        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
-    try:
-        env = gym.make(args.env_id)
-    except Exception as e:  # an unknown id, a module that is not there, a missing dependency
-        fail(f"--env-id {args.env_id}: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-    if not isinstance(env.action_space, gym.spaces.Box):
-        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a Box")
-    env.close()
-
-
-def load_checkpoint(path: str, flag: str) -> dict:
-    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
-    try:
-        ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
-        return ckpt
-    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
-        fail(f"{flag} {path}: cannot load checkpoint ({type(e).__name__}: {str(e).splitlines()[0][:200]})")
-
-
-def make_envs(args: Args, run_dir: str) -> list[gym.Env]:
-    """N copies of the task in a plain list, not a vector env: the rollout's resets stay in plain sight, 8% faster."""
-
-    def make_env(i: int) -> gym.Env:
-        if args.capture_video and i == 0:  # MuJoCo renders without a display, unless the user chose another backend
-            os.environ.setdefault("MUJOCO_GL", "egl")
-            return gym.wrappers.RecordVideo(gym.make(args.env_id, render_mode="rgb_array"), f"{run_dir}/videos")
-        return gym.make(args.env_id)
-
-    return [make_env(i) for i in range(args.num_envs)]
-
-
-def env_state(env: gym.Env) -> dict:
-    """Everything that decides an env's future: its RNG, its time-limit counter and its MuJoCo physics."""
-    state = {"rng": env.unwrapped.np_random.bit_generator.state, "steps": env.get_wrapper_attr("_elapsed_steps")}
-    if isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):  # the tests' fake envs have no physics
-        model, data = env.unwrapped.model, env.unwrapped.data
-        physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
-        mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
-        state["physics"] = torch.from_numpy(physics)
-    return state
-
-
-def set_env_state(env: gym.Env, state: dict) -> None:
-    env.unwrapped.np_random.bit_generator.state = state["rng"]
-    env.set_wrapper_attr("_elapsed_steps", state["steps"])
-    if "physics" in state:
-        model, data = env.unwrapped.model, env.unwrapped.data
-        mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
-        mujoco.mj_forward(model, data)
-
-
-class RunningMeanStd:
-    """Running mean and variance of a stream of batches (Welford's update, one batch at a time)."""
-
-    def __init__(self, shape=()):
-        self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
-
-    def update(self, x: np.ndarray) -> None:
-        # mean' = mean + Σ(x − mean) / n';  M2' = M2 + Σ(x − mean)(x − mean'), with M2 = var · n
-        total = self.count + x.shape[0]
-        diff = x - self.mean
-        mean = self.mean + diff.sum(0) / total
-        self.var = (self.var * self.count + (diff * (x - mean)).sum(0)) / total
-        self.mean, self.count = mean, total
-
-    def state(self) -> dict:
-        return {"mean": torch.as_tensor(self.mean), "var": torch.as_tensor(self.var), "count": self.count}
-
-    def load(self, state: dict) -> None:
-        self.mean, self.var, self.count = state["mean"].numpy(), state["var"].numpy(), state["count"]
+# The activations the rollout's NumPy policy (Agent.numpy_mean) can follow; any other layer in actor_mean stops the run
+NUMPY_ACTIVATIONS = {nn.Tanh: np.tanh, nn.ReLU: lambda x: np.maximum(x, 0), nn.Identity: lambda x: x}
 
 
 class Agent(nn.Module):
@@ -225,10 +145,35 @@ class Agent(nn.Module):
         return self.critic(obs).squeeze(-1)
 
     def numpy_mean(self):
-        """μ(s) in NumPy with the current weights, for the rollout, where a torch call costs ~10x its arithmetic."""
-        linears = [(m.weight.detach().cpu().numpy().T, m.bias.detach().cpu().numpy()) for m in self.actor_mean[::2]]
-        (w1, b1), (w2, b2), (w3, b3) = linears
-        return lambda obs: np.tanh(np.tanh(obs @ w1 + b1) @ w2 + b2) @ w3 + b3
+        """μ(s) in NumPy with the current weights, for the rollout, where a torch call costs ~10x its arithmetic.
+        It follows actor_mean layer by layer, so an edit of the network carries over; a layer it cannot follow, or
+        a result that differs from actor_mean's on a probe input, stops the run: the rollout must sample from the
+        very network the update scores."""
+        layers = []
+        for module in self.actor_mean if isinstance(self.actor_mean, nn.Sequential) else [self.actor_mean]:
+            if isinstance(module, nn.Linear):
+                weight = module.weight.detach().cpu().numpy().T
+                bias = module.bias.detach().cpu().numpy() if module.bias is not None else 0.0
+                layers.append(lambda x, weight=weight, bias=bias: x @ weight + bias)
+            elif type(module) in NUMPY_ACTIVATIONS:
+                layers.append(NUMPY_ACTIVATIONS[type(module)])
+            else:
+                sys.exit(f"error: the rollout's NumPy policy has no {type(module).__name__} (in actor_mean): add it to "
+                         "NUMPY_ACTIVATIONS, or sample the rollout's actions with actor_mean in torch")  # fmt: skip
+
+        def policy_mean(obs: np.ndarray) -> np.ndarray:
+            for layer in layers:
+                obs = layer(obs)
+            return obs
+
+        probe = np.random.default_rng(0).standard_normal((8, self.actor_mean[0].in_features), dtype=np.float32)
+        with torch.inference_mode():  # a generator of its own: the training RNG is not touched
+            expected = self.actor_mean(torch.from_numpy(probe).to(self.actor_logstd.device)).cpu().numpy()
+        # float32 rounding grows with the size of the terms summed, not of the result: compare against that scale
+        if np.abs(policy_mean(probe) - expected).max() > 1e-4 * (1 + np.abs(expected).max()):
+            sys.exit("error: the rollout's NumPy policy (numpy_mean) and actor_mean give different means, so the "
+                     "rollout would sample from another network than the update scores: make them agree")  # fmt: skip
+        return policy_mean
 
 
 def flatten_parameters(module: nn.Module) -> nn.Parameter:
@@ -243,6 +188,21 @@ def flatten_parameters(module: nn.Module) -> nn.Parameter:
         p.grad = flat.grad[offset : offset + p.numel()].view_as(p)
         offset += p.numel()
     return flat
+
+
+def check_flat(module: nn.Module, flat: nn.Parameter) -> None:
+    """flatten_parameters' views hold only while nothing replaces them. The usual `optimizer.zero_grad()` sets the
+    flat gradient to None: Adam then skips every step, the layers' gradients pile up, and nothing learns. Stop the
+    run at once instead of training in silence."""
+
+    def memory(tensor: Optional[torch.Tensor]) -> Optional[int]:
+        return None if tensor is None else tensor.untyped_storage().data_ptr()
+
+    params = list(module.parameters())
+    if flat.grad is None or not all(memory(p) == memory(flat) and memory(p.grad) == memory(flat.grad) for p in params):
+        sys.exit("error: the weights' gradients are no longer views of flat_params.grad (optimizer.zero_grad() sets it "
+                 "to None): zero it with flat_params.grad.zero_(), or drop flatten_parameters and give the optimizer "
+                 "agent.parameters()")  # fmt: skip
 
 
 # ALGO LOGIC: the math, as small pure functions
@@ -379,6 +339,42 @@ def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: f
     return advantages
 
 
+# ALGO LOGIC: the rollout (Algorithm 1, step 1) and the advantages (step 2)
+
+
+def make_envs(args: Args, run_dir: str) -> list[gym.Env]:
+    """N copies of the task in a plain list, not a vector env: the rollout's resets stay in plain sight, 8% faster."""
+
+    def make_env(i: int) -> gym.Env:
+        if args.capture_video and i == 0:  # MuJoCo renders without a display, unless the user chose another backend
+            os.environ.setdefault("MUJOCO_GL", "egl")
+            return gym.wrappers.RecordVideo(gym.make(args.env_id, render_mode="rgb_array"), f"{run_dir}/videos")
+        return gym.make(args.env_id)
+
+    return [make_env(i) for i in range(args.num_envs)]
+
+
+class RunningMeanStd:
+    """Running mean and variance of a stream of batches (Welford's update, one batch at a time)."""
+
+    def __init__(self, shape=()):
+        self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        # mean' = mean + Σ(x − mean) / n';  M2' = M2 + Σ(x − mean)(x − mean'), with M2 = var · n
+        total = self.count + x.shape[0]
+        diff = x - self.mean
+        mean = self.mean + diff.sum(0) / total
+        self.var = (self.var * self.count + (diff * (x - mean)).sum(0)) / total
+        self.mean, self.count = mean, total
+
+    def state(self) -> dict:
+        return {"mean": torch.as_tensor(self.mean), "var": torch.as_tensor(self.var), "count": self.count}
+
+    def load(self, state: dict) -> None:
+        self.mean, self.var, self.count = state["mean"].numpy(), state["var"].numpy(), state["count"]
+
+
 def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: bool = True) -> np.ndarray:
     if not args.norm_obs:
         return obs.astype(np.float32)
@@ -462,89 +458,10 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
     return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
-def evaluate(args: Args) -> list:
-    """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics."""
-    if args.eval_episodes <= 0:
-        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
-    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
-    saved, obs_rms = ckpt["args"], RunningMeanStd()
-    obs_rms.load(ckpt["obs_rms"])
-    env = gym.make(saved.env_id)
-    agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
-    agent.load_state_dict(ckpt["agent"])
-    policy_mean, returns = agent.numpy_mean(), []
-    for episode in range(args.eval_episodes):
-        obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
-        done, total = False, 0.0
-        while not done:
-            action = policy_mean(normalize_obs(obs[None], obs_rms, saved, update=False))[0]
-            obs, reward, terminated, truncated, _ = env.step(action.clip(env.action_space.low, env.action_space.high))
-            total, done = total + float(reward), terminated or truncated
-        returns.append(total)
-    mean, std = np.mean(returns), np.std(returns)
-    print(f"eval {saved.env_id}: mean return {mean:.2f} +- {std:.2f} over {len(returns)} episodes")
-    return returns
-
-
-def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
-    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
-    new_run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
-    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
-    os.makedirs(run_dir, exist_ok=True)
-    if args.track:
-        import wandb
-
-        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
-                   config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
-    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] if ckpt else None)
-    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
-    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
-    return run_dir, writer
-
-
-def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs: list, **progress) -> None:
-    """Everything --resume needs to continue exactly: flags, weights, optimizer, statistics, carry, RNG, env states."""
-    torch.save({
-        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
-        "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
-        **{name: torch.from_numpy(getattr(carry, name)) for name in CARRIED},
-        "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(),
-    }, path + ".tmp")  # fmt: skip
-    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
-
-
-def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -> None:
-    agent.load_state_dict(ckpt["agent"])
-    optimizer.load_state_dict(ckpt["optimizer"])
-    carry.obs_rms.load(ckpt["obs_rms"])
-    carry.ret_rms.load(ckpt["ret_rms"])
-    vars(carry).update({name: ckpt[name].numpy() for name in CARRIED})
-    for env, state in zip(envs, ckpt["envs"]):
-        set_env_state(env, state)
-    torch.set_rng_state(ckpt["torch_rng"])
-
-
-def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
-    """episodes.csv, one row per finished episode; on resume, without the rows written after the checkpoint."""
-    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
-    if resumed_at is not None and os.path.exists(path):
-        with open(path) as f:
-            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
-    csv_file = open(path, "w", newline="")
-    csv.writer(csv_file).writerows(rows)
-    return csv_file
-
-
-def catch_stop_signals() -> list:
-    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
-    return stop
-
-
 def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: np.ndarray) -> dict:
-    """The (T, N) rollout as a batch of B = NT samples, with π_θold's means and log-probs in one forward pass."""
+    """The (T, N) rollout as a batch of B = NT samples, with π_θold's means and log-probs in one forward pass. Each
+    tensor whose first dimension is B is a per-sample column: the update shuffles and slices every one of them, so a
+    column added here reaches each minibatch as mb[key]."""
     device = agent.actor_logstd.device
     obs = torch.from_numpy(rollout["obs"].reshape(advantages.size, -1)).to(device)  # (B, obs_dim)
     actions = torch.from_numpy(rollout["actions"].reshape(advantages.size, -1)).to(device)  # (B, act_dim)
@@ -558,6 +475,9 @@ def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: n
             "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values}  # fmt: skip
 
 
+# ALGO LOGIC: the update (Algorithm 1, step 3)
+
+
 def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, args: Args) -> dict:
     """Algorithm 1's step 3 for TRPO: one trust-region step of the policy, then several epochs of Adam on the value
     function; then how far π moved from π_old and how well V fits, over the whole batch. Returns the metrics."""
@@ -567,14 +487,14 @@ def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, args
     step_metrics = trpo_step(agent, batch["obs"], batch["actions"], batch["logprobs"], batch["means"], batch["logstd"],
                              policy_advantages, args)  # fmt: skip
     batch_size = len(batch["advantages"])
-    columns = [batch[key] for key in ("obs", "values", "returns")]
     for _epoch in range(args.vf_epochs):
-        # shuffle the batch once per epoch, then cut it into minibatches: views, not gathers
+        # shuffle every per-sample column once per epoch, then cut it into minibatches: views, not gathers
         perm = torch.randperm(batch_size, device=batch["advantages"].device)
-        minibatches = zip(*(x[perm].split(args.minibatch_size) for x in columns))
-        for mb_obs, mb_values, mb_returns in minibatches:
+        shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}
+        for start in range(0, batch_size, args.minibatch_size):
+            mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
             # L^VF = Ê[(V_θ(s_t) − V_targ)²]: plain regression on the returns
-            loss = value_loss(agent.value(mb_obs), mb_values, mb_returns)
+            loss = value_loss(agent.value(mb["obs"]), mb["values"], mb["returns"])
             flat_params.grad.zero_()
             loss.backward()
             optimizer.step()
@@ -596,22 +516,7 @@ def diagnostics(agent: Agent, batch: dict, policy_advantages: torch.Tensor) -> d
         }
 
 
-def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
-    for episode_step, episode_return, length in episodes:
-        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
-        writer.add_scalar("charts/episodic_length", length, episode_step)
-    for name, value in metrics.items():
-        writer.add_scalar(name, value, global_step)
-
-
-def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
-    """A live line on a terminal; ten lines in a log file."""
-    tty = sys.stdout.isatty()
-    if tty or iteration % max(1, num_iterations // 10) == 0:
-        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
-        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
-        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
-        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+# Algorithm 1
 
 
 def train(args: Args, ckpt: Optional[dict] = None) -> None:
@@ -654,6 +559,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
 
         # ALG STEP 3: one trust-region step of the policy, then several epochs of Adam on the value function
         metrics = update(agent, flat_params, optimizer, batch, args)
+        check_flat(agent.critic, flat_params)  # a fork's optimizer lines can undo the flat views: stop, not idle
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
         metrics["losses/explained_variance"] = explained_variance(advantages, values)
@@ -666,6 +572,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
         log_metrics(writer, episodes, metrics, global_step)
         if args.save_model or stop:
+            writer.flush()  # the events up to this step are on disk before the checkpoint that a resume starts from
             save_checkpoint(checkpoint_path, args, agent, optimizer, carry, envs, global_step=global_step,
                             iteration=iteration)  # fmt: skip
         print_progress(iteration, num_iterations, global_step, sps, recent_returns, args)
@@ -682,13 +589,210 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     csv_file.close()
 
 
+# RUN MANAGEMENT: validation, checkpoints and resume, env state, the run folder, signals, CSV and TensorBoard,
+# progress, evaluation. Not the algorithm: a fork rarely needs to change anything below
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def describe(e: Exception) -> str:
+    """An exception in one short line: its type and the first line of its message (which may be empty)."""
+    lines = str(e).splitlines()
+    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
+
+
+def make_env_or_fail(env_id: str, flag: str, **kwargs) -> gym.Env:
+    try:
+        return gym.make(env_id, **kwargs)
+    except Exception as e:  # an unknown id, a module that is not there, a missing dependency
+        fail(f"{flag}: cannot make {env_id} ({describe(e)})")
+
+
+def validate(args: Args) -> None:
+    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
+    for name, value in vars(args).items():  # inf and nan pass every comparison below, or none
+        if isinstance(value, float) and not math.isfinite(value):
+            fail(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+    if not 0 <= args.seed < 2**32:  # NumPy's seed range
+        fail(f"--seed must lie in [0, 2**32), got {args.seed}")
+    for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "vf_epochs", "vf_learning_rate",
+                 "max_kl", "cg_iters", "backtrack_iters", "adam_eps", "obs_clip", "reward_clip"):  # fmt: skip
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and 0 < args.backtrack_coef < 1 and args.cg_damping >= 0):
+        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --backtrack-coef in (0, 1), --cg-damping >= 0")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.minibatch_size:
+        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
+    if args.norm_adv and batch_size < 2:  # the std of one sample is nan
+        fail("--norm-adv standardizes Â over the batch, which needs --num-envs * --num-steps >= 2 (or --no-norm-adv)")
+    env = make_env_or_fail(args.env_id, "--env-id")
+    if not isinstance(env.action_space, gym.spaces.Box):
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a Box")
+    env.close()
+
+
+def load_checkpoint(path: str, flag: str) -> dict:
+    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    try:
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        return ckpt
+    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
+
+
+def load_resumable(path: str, argv: list[str]) -> dict:
+    """A checkpoint that --resume can continue exactly. A run continues with its own flags, so other flags given with
+    --resume are refused rather than ignored; and an env whose state a checkpoint cannot hold (one without MuJoCo
+    physics, e.g. Pendulum-v1) would continue from another state, so it is refused too."""
+    others = [arg.split("=")[0] for arg in argv if arg.startswith("--") and arg.split("=")[0] != "--resume"]
+    if others:
+        fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
+    ckpt = load_checkpoint(path, "--resume")
+    if not all("physics" in state for state in ckpt["envs"]):
+        fail(f"--resume {path}: {ckpt['args'].env_id} has no MuJoCo state to save, so the run cannot continue "
+             "exactly; start a new run (--eval-checkpoint still evaluates this checkpoint)")  # fmt: skip
+    return ckpt
+
+
+def env_state(env: gym.Env) -> dict:
+    """Everything that decides an env's future: its RNG, its time-limit counter and its MuJoCo physics."""
+    state = {"rng": env.unwrapped.np_random.bit_generator.state, "steps": env.get_wrapper_attr("_elapsed_steps")}
+    if isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):  # the tests' fake envs have no physics
+        model, data = env.unwrapped.model, env.unwrapped.data
+        physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+        mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        state["physics"] = torch.from_numpy(physics)
+    return state
+
+
+def set_env_state(env: gym.Env, state: dict) -> None:
+    env.unwrapped.np_random.bit_generator.state = state["rng"]
+    env.set_wrapper_attr("_elapsed_steps", state["steps"])
+    if "physics" in state:
+        model, data = env.unwrapped.model, env.unwrapped.data
+        mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(model, data)
+
+
+def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
+    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
+    new_run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
+    os.makedirs(run_dir, exist_ok=True)
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
+                   config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
+    # on resume, drop the events logged after the checkpoint (steps > its global_step): the run logs them again
+    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] + 1 if ckpt else None)
+    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+    return run_dir, writer
+
+
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs: list, **progress) -> None:
+    """Everything --resume needs to continue exactly: flags, weights, optimizer, statistics, carry, RNG, env states."""
+    device = agent.actor_logstd.device  # on a GPU, its RNG draws the minibatch shuffles: it is state too
+    cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
+    torch.save({
+        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+        "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
+        **{name: torch.from_numpy(getattr(carry, name)) for name in CARRIED},
+        "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(), **cuda_rng,
+    }, path + ".tmp")  # fmt: skip
+    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
+
+
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -> None:
+    agent.load_state_dict(ckpt["agent"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    carry.obs_rms.load(ckpt["obs_rms"])
+    carry.ret_rms.load(ckpt["ret_rms"])
+    vars(carry).update({name: ckpt[name].numpy() for name in CARRIED})
+    for env, state in zip(envs, ckpt["envs"]):
+        set_env_state(env, state)
+    torch.set_rng_state(ckpt["torch_rng"])
+    if agent.actor_logstd.device.type == "cuda" and "cuda_rng" in ckpt:
+        torch.cuda.set_rng_state(ckpt["cuda_rng"], agent.actor_logstd.device)
+
+
+def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
+    """episodes.csv, one row per finished episode; on resume, without the rows written after the checkpoint."""
+    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
+    if resumed_at is not None and os.path.exists(path):
+        with open(path) as f:
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
+    csv_file = open(path, "w", newline="")
+    csv.writer(csv_file).writerows(rows)
+    return csv_file
+
+
+def catch_stop_signals() -> list:
+    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
+    return stop
+
+
+def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
+    for episode_step, episode_return, length in episodes:
+        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
+        writer.add_scalar("charts/episodic_length", length, episode_step)
+    for name, value in metrics.items():
+        writer.add_scalar(name, value, global_step)
+
+
+def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
+    """A live line on a terminal; ten lines in a log file."""
+    tty = sys.stdout.isatty()
+    if tty or iteration % max(1, num_iterations // 10) == 0:
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+
+
+def evaluate(args: Args) -> list:
+    """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics."""
+    if args.eval_episodes <= 0:
+        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
+    saved, obs_rms = ckpt["args"], RunningMeanStd()
+    env = make_env_or_fail(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}")
+    obs_rms.load(ckpt["obs_rms"])
+    agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
+    agent.load_state_dict(ckpt["agent"])
+    policy_mean, returns = agent.numpy_mean(), []
+    for episode in range(args.eval_episodes):
+        obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
+        done, total = False, 0.0
+        while not done:
+            action = policy_mean(normalize_obs(obs[None], obs_rms, saved, update=False))[0]
+            obs, reward, terminated, truncated, _ = env.step(action.clip(env.action_space.low, env.action_space.high))
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    mean, std = np.mean(returns), np.std(returns)
+    print(f"eval {saved.env_id}: mean return {mean:.2f} +- {std:.2f} over {len(returns)} episodes")
+    return returns
+
+
 if __name__ == "__main__":
     args, ckpt = tyro.cli(Args), None
     if args.eval_checkpoint:
         evaluate(args)
         sys.exit(0)
     if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
-        ckpt = load_checkpoint(args.resume, "--resume")
+        ckpt = load_resumable(args.resume, sys.argv[1:])
         args = replace(ckpt["args"], resume=args.resume)
     validate(args)
     train(args, ckpt)

@@ -23,7 +23,8 @@ import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Short runs that reach every branch of the shared skeleton: one env and several, terminations and time-limit
-# truncations (HalfCheetah's 1000 steps), every objective of Table 1, and the Figure 3 flag sets of vanilla PG
+# truncations (HalfCheetah's 1000 steps), every objective of Table 1, and the Figure 3 flag sets of vanilla PG,
+# A2C and A2C + trust region, and CEM
 CASES = {
     "ppo_continuous.py": [
         "--env-id Hopper-v4 --total-timesteps 20480",
@@ -42,6 +43,14 @@ CASES = {
         "--env-id HalfCheetah-v4 --total-timesteps 2400 --num-envs 16 --num-steps 5 --gae-lambda 1 --no-norm-adv"
         " --update-epochs 1 --vf-epochs 1 --minibatch-size 80 --optimizer rmsprop --learning-rate 7e-4"
         " --vf-learning-rate 7e-4 --vf-coef 0.5 --ent-coef 0.01 --max-grad-norm 0.5",
+        # Figure 3's A2C (TensorFlow's RMSProp) with the trust region
+        "--env-id HalfCheetah-v4 --total-timesteps 2400 --num-envs 16 --num-steps 5 --gae-lambda 1 --no-norm-adv"
+        " --update-epochs 1 --vf-epochs 1 --minibatch-size 80 --optimizer rmsprop-tf --learning-rate 7e-4"
+        " --vf-learning-rate 7e-4 --vf-coef 0.5 --ent-coef 0.01 --max-grad-norm 0.5 --trust-region --tr-delta 0.5",
+    ],
+    "cem.py": [
+        "--env-id Hopper-v4 --total-timesteps 20000 --population-size 8",
+        "--env-id HalfCheetah-v4 --total-timesteps 12000 --population-size 4 --episodes-per-sample 2",
     ],
     "ppo_atari.py": [
         "--env-id BreakoutNoFrameskip-v4 --total-timesteps 4096 --torch-threads 1 --env-threads 1",
@@ -91,15 +100,23 @@ def first_difference(a, b, where: str = "checkpoint") -> Optional[str]:
     return None if a == b else f"{where}: {a!r} != {b!r}"
 
 
-def compare(base_dir: str, new_dir: str) -> Optional[str]:
+def compare(base_dir: str, new_dir: str) -> tuple[Optional[str], str]:
+    """(the first difference or None, a note). A flag that one version has and the other has not is left out of the
+    comparison of the checkpoints' flags and named in the note: the cases run every flag they do not set at its
+    default, so a flag added with a default that keeps the old arithmetic is IDENTICAL; one that changes it is not."""
+    a, b = (torch.load(os.path.join(d, "checkpoint.pt"), weights_only=True) for d in (base_dir, new_dir))
+    added, removed = sorted(set(b["args"]) - set(a["args"])), sorted(set(a["args"]) - set(b["args"]))
+    for key in added:
+        del b["args"][key]
+    for key in removed:
+        del a["args"][key]
+    changes = (("added", added), ("removed", removed))
+    note = "; ".join(f"flags {what}: {', '.join(keys)}" for what, keys in changes if keys)
     episodes = []
     for folder in (base_dir, new_dir):
         with open(os.path.join(folder, "episodes.csv"), "rb") as f:
             episodes.append(f.read())
-    if episodes[0] != episodes[1]:
-        return "episodes.csv"
-    a, b = (torch.load(os.path.join(d, "checkpoint.pt"), weights_only=True) for d in (base_dir, new_dir))
-    return first_difference(a, b)
+    return ("episodes.csv" if episodes[0] != episodes[1] else first_difference(a, b)), note
 
 
 def main(args: Args) -> None:
@@ -121,10 +138,11 @@ def main(args: Args) -> None:
             for i, flags in enumerate(CASES[script]):
                 base = run(base_script, flags, args.seed, os.path.join(scratch, f"{script}_{i}_base"))
                 new = run(os.path.join(ROOT, script), flags, args.seed, os.path.join(scratch, f"{script}_{i}_new"))
-                difference = compare(base, new)
+                difference, note = compare(base, new)
                 different += difference is not None
                 print(f"{'IDENTICAL' if difference is None else 'DIFFERENT'}  {script} {flags}"
-                      + (f"  (first difference: {difference})" if difference else ""), flush=True)  # fmt: skip
+                      + (f"  (first difference: {difference})" if difference else "")
+                      + (f"  ({note})" if note else ""), flush=True)  # fmt: skip
     sys.exit(1 if different else 0)
 
 

@@ -88,11 +88,20 @@ VPG_ADAPTIVE = "--adaptive-lr --kl-target 2e-3 --learning-rate 1e-3 --no-anneal-
 # (no normalization), one gradient step per batch (whole batch of 16 x 5 = 80) on the policy and one on the value
 # function, RMSProp lr 7e-4 with alpha 0.99 and eps 1e-5 for both, vf_coef 0.5, ent_coef 0.01, max_grad_norm 0.5,
 # linear lr decay. Observation and reward normalization stay on, as baselines' VecNormalize does for MuJoCo.
-A2C = (
+# The optimizer is TensorFlow 1's RMSProp as baselines ran it (--optimizer rmsprop-tf: the mean square starts at 1,
+# ε inside the root). Figure 3's first 21 A2C runs used PyTorch's RMSprop (A2C_TORCH_RMSPROP): kept for one release.
+A2C_TORCH_RMSPROP = (
     "--num-envs 16 --num-steps 5 --gae-lambda 1 --no-norm-adv --update-epochs 1 --vf-epochs 1 --minibatch-size 80"
     " --optimizer rmsprop --learning-rate 7e-4 --vf-learning-rate 7e-4 --rmsprop-alpha 0.99 --rmsprop-eps 1e-5"
     " --vf-coef 0.5 --ent-coef 0.01 --max-grad-norm 0.5 --anneal-lr"
 )
+A2C = A2C_TORCH_RMSPROP.replace("--optimizer rmsprop ", "--optimizer rmsprop-tf ")
+# A2C with a trust region (Figure 3): A2C's flags and ACER's efficient trust region on the policy step (Wang et al.
+# 2016, §3.3), on-policy, against an average policy network. δ and α: openai/baselines' acer has δ = 1, α = 0.99;
+# ACER's MuJoCo runs α = 0.995 and δ in [0.1, 2]. The values below were chosen by the sweep in benchmark/RESULTS.md
+A2C_TRUST_REGION = A2C + " --trust-region --tr-delta 1 --tr-alpha 0.99"
+# The cross-entropy method (cem.py): the settings chosen by the sweep in benchmark/RESULTS.md
+CEM = ""
 
 
 @dataclass(frozen=True)
@@ -114,12 +123,17 @@ PRESETS = {
     ),
     # PPO's method has table1's clip-0.2 tag and flags, so that the two presets share those 21 runs
     "figure3": Preset(
-        "Figure 3: PPO (clip, ε = 0.2), TRPO, vanilla PG with adaptive stepsize and A2C, 7 MuJoCo tasks x 3 seeds, 1M",
+        "Figure 3: PPO (clip, ε = 0.2), TRPO, CEM, vanilla PG with adaptive stepsize, A2C and A2C + trust region,"
+        " 7 MuJoCo tasks x 3 seeds, 1M steps",
         [
             Method("ppo_continuous.py", "clip-0.2", "--objective clip --clip-coef 0.2", "PPO (clip)"),
             Method("trpo.py", "default", "", "TRPO"),
             Method("reinforce_baseline.py", "vpg-adaptive", VPG_ADAPTIVE, "Vanilla PG, adaptive stepsize"),
-            Method("reinforce_baseline.py", "a2c", A2C, "A2C"),
+            Method("reinforce_baseline.py", "a2c-tf-rmsprop", A2C, "A2C"),
+            Method("reinforce_baseline.py", "a2c-trust-region", A2C_TRUST_REGION, "A2C + trust region"),
+            Method("cem.py", "default", CEM, "CEM"),
+            # the first A2C row, with PyTorch's RMSprop (finished runs: the runner skips them), kept for one release
+            Method("reinforce_baseline.py", "a2c", A2C_TORCH_RMSPROP, "A2C (PyTorch RMSprop, superseded)"),
         ],
         MUJOCO_TASKS,
         [1, 2, 3],

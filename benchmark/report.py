@@ -15,7 +15,8 @@ flags, at one length (total timesteps): runs of different lengths are never aver
   seeds among those settings is 1; a setting's score is the mean over its runs (tasks x seeds). Runs of any other
   script, tag or length in the table change none of these numbers. Beside the mean: the interquartile mean (IQM, the
   mean of the middle 50%), and 95% bootstrap intervals of both, stratified by task (seeds resampled within each
-  task; scipy.stats.bootstrap, percentile method), with the number of runs n.
+  task; scipy.stats.bootstrap, percentile method, with the small-sample correction: each task's n seeds spread by
+  sqrt(n/(n-1)) about their mean, see bootstrap_replicates), with the number of runs n.
 - Figure 3: each method's mean ± std over seeds of the score on each task, beside the paper's and baselines' returns;
   figure3.png has one panel per task, one line per method (the mean over seeds of the smoothed curve) and each seed
   drawn thin. table1.png: Table 1's bars beside the paper's.
@@ -189,30 +190,47 @@ def mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def bootstrap_ci(groups: list[list[np.ndarray]], statistic, resamples: int, seed: int) -> tuple[float, float]:
-    """95% percentile bootstrap interval of statistic(*pooled groups): each group's runs are resampled within each of
-    its strata (tasks), independently of the other strata and groups (scipy.stats.bootstrap with one sample per
-    stratum, unpaired). A stratum with one run is held fixed; with none to resample there is no interval."""
+def bootstrap_replicates(groups: list[list[np.ndarray]], statistic, resamples: int, seed: int) -> np.ndarray:
+    """The bootstrap distribution of statistic(*pooled groups): each group's runs are resampled within each of its
+    strata (tasks), independently of the other strata and groups (scipy.stats.bootstrap with one sample per stratum,
+    unpaired). A stratum with one run is held fixed (it adds no spread); with none to resample the distribution is
+    empty, and one value when every resample gives the same.
+
+    Small-sample correction: each stratum of n runs is resampled spread about its mean by sqrt(n/(n-1)), so that for
+    a mean each replicate's deviation from the point estimate grows by that factor, stratum by stratum. A plain
+    bootstrap draws from the plug-in distribution of n runs, whose variance is (n-1)/n of the unbiased sample
+    variance s^2: its variance of a stratum's mean is (n-1)/n * s^2/n, low by a third with the paper's 3 seeds, and
+    its intervals too narrow by sqrt(3/2). The factor n/(n-1) on the variance makes it s^2/n, the unbiased one."""
     varying = [(g, np.asarray(s, float)) for g, strata in enumerate(groups) for s in strata if len(s) > 1]
     fixed = [np.concatenate([np.asarray(s, float) for s in strata if len(s) <= 1] + [np.zeros(0)]) for strata in groups]
     if not varying:
-        return float("nan"), float("nan")
+        return np.zeros(0)
     if all(np.ptp(s) == 0 for _, s in varying):  # every resample gives the same value
-        value = float(statistic(*[np.concatenate([np.asarray(s, float) for s in strata]) for strata in groups]))
-        return value, value
+        return np.array([statistic(*[np.concatenate([np.asarray(s, float) for s in strata]) for strata in groups])])
+    spread = [(g, s.mean() + np.sqrt(len(s) / (len(s) - 1)) * (s - s.mean())) for g, s in varying]
 
     def pooled_statistic(*samples, axis=-1):
         samples = [np.moveaxis(s, axis, -1) for s in samples]
         batch = samples[0].shape[:-1]
-        pooled = [np.concatenate([s for (g, _), s in zip(varying, samples) if g == group]
+        pooled = [np.concatenate([s for (g, _), s in zip(spread, samples) if g == group]
                                  + [np.broadcast_to(constant, batch + constant.shape)], axis=-1)
                   for group, constant in enumerate(fixed)]  # fmt: skip
         return statistic(*pooled, axis=-1)
 
-    result = scipy.stats.bootstrap(tuple(s for _, s in varying), pooled_statistic, n_resamples=resamples,
+    result = scipy.stats.bootstrap(tuple(s for _, s in spread), pooled_statistic, n_resamples=resamples,
                                    paired=False, vectorized=True, method="percentile",
                                    rng=np.random.default_rng(seed))  # fmt: skip
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return result.bootstrap_distribution
+
+
+def bootstrap_ci(groups: list[list[np.ndarray]], statistic, resamples: int, seed: int) -> tuple[float, float]:
+    """95% percentile interval of bootstrap_replicates (stratified, small-sample corrected); none without a stratum
+    of two runs or more."""
+    replicates = bootstrap_replicates(groups, statistic, resamples, seed)
+    if not len(replicates):
+        return float("nan"), float("nan")
+    low, high = np.percentile(replicates, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def stratified_ci(strata: list[np.ndarray], statistic, resamples: int, seed: int) -> tuple[float, float]:
@@ -439,8 +457,9 @@ def figure3_claim(summary: dict) -> list[str]:
         lines += [f"- *PPO is at or above every other algorithm on almost all tasks* ({steps} steps; read as: on all"
                   f" tasks but at most one). {verdict} PPO (clip, ε = 0.2) has the highest mean return on {leads} of"
                   f" the {c['compared']} tasks with other algorithms; where another is ahead (mean ± sample std over"
-                  f" seeds, and the difference of the means with its 95% interval, each method's seeds resampled on"
-                  f" their own): {listing(behind)}; beyond the interval on {len(clearly)} of them."]  # fmt: skip
+                  f" seeds, and the difference of the means with its 95% interval, each method's n seeds resampled on"
+                  f" their own, spread by sqrt(n/(n-1))): {listing(behind)}; beyond the interval on {len(clearly)} of"
+                  " them."]  # fmt: skip
     return ["## The paper's claim on Figure 3, tested on these runs", ""] + lines + [""] if lines else []
 
 
@@ -485,7 +504,8 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> 
         lines += [f"## Table 1: {scale_text(table['rows'], length)}", "",
                   f"Per task, the uniform-random policy is 0 and the best of the {table['settings']} Table 1 settings"
                   " here (mean over seeds) is 1. Mean and IQM over each setting's n runs, with 95% bootstrap intervals"
-                  " stratified by task (seeds resampled within each task).", "",
+                  " stratified by task (seeds resampled within each task, spread by sqrt(n/(n-1)) for a task's n seeds:"
+                  " the small-sample correction of the bootstrap's variance).", "",
                   "| objective | setting | n | mean | 95% CI | IQM | 95% CI | paper |",
                   "|-|-|-|-|-|-|-|-|"]  # fmt: skip
         for r in table["rows"]:

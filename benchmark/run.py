@@ -60,7 +60,10 @@ from benchmark.presets import PRESETS, Method
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_TABLES = os.path.join(ROOT, "benchmark", "results")
-# Columns of a grid's results table, one row per finished run
+# Columns of a grid's results table, one row per finished run. commit: HEAD as the run last started; dirty: whether
+# the run's script then differed from that commit (edited, staged, or not committed at all). Changes elsewhere, these
+# tables included, do not count: the script alone decides a run's numbers (the rows finished by 2026-12-02 were
+# written when any changed tracked file set it). script_sha256: the script's hash as the run last started
 COLUMNS = ["name", "script", "tag", "label", "flags", "env_id", "seed", "total_timesteps", "score", "episodes",
            "commit", "dirty", "script_sha256", "script_versions", "wall_s", "sps", "attempts", "finished_at", "host",
            "cpu", "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy", "args"]  # fmt: skip
@@ -268,11 +271,12 @@ def validate(args: Args) -> None:
     if args.dry_run:
         return
     for flag, folder in (("--results-dir", args.results_dir), ("--tables-dir", args.tables_dir)):
+        probe = os.path.join(folder, f".write-test-{os.getpid()}")  # this process's own: two runners may start at once
         try:
             os.makedirs(folder, exist_ok=True)
-            with open(os.path.join(folder, ".write-test"), "w"):
+            with open(probe, "w"):
                 pass
-            os.remove(os.path.join(folder, ".write-test"))
+            os.remove(probe)
         except OSError as e:
             fail(f"{flag} {folder}: cannot write there ({e.strerror or type(e).__name__})")
 
@@ -285,14 +289,21 @@ def sha256_of(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def git_state() -> dict:
-    """The repo's commit and whether tracked files differ from it (untracked files do not count)."""
+def git_state(script_path: str) -> dict:
+    """The repo's commit, and whether the run's script differs from it (dirty): edited, staged, or not in the commit
+    at all (untracked or ignored). The script alone decides a run's arithmetic, as the scripts import nothing from the
+    repo, so nothing else counts: not the results tables this runner writes, nor the docs, tests or other scripts.
+    dirty is None for a script outside the repo (no commit holds it; its sha256 says which it was), or with no git."""
 
     def git(*words: str) -> str:
         return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
 
     try:
-        return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "-uno"))}
+        commit = git("rev-parse", "HEAD") or None
+        path = os.path.abspath(script_path)
+        if commit is None or os.path.commonpath([path, ROOT]) != ROOT:
+            return {"commit": commit, "dirty": None}
+        return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--ignored", "--", path))}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
 
@@ -427,7 +438,8 @@ def run_one(run: Run, results_dir: str, code: dict, script_path: Optional[str] =
     """Run (or resume, or skip) one run of the grid in its folder, and return what happened to it.
 
     status: skipped (finished earlier), finished, failed, interrupted, not started (stopped before its turn), or busy
-    (another live process holds its lock). `code` is the driver's git state; `script_path` where the script lies here.
+    (another live process holds its lock). `code` is the driver's git state of the run's script (git_state), which a
+    Ray worker, having no .git, records as it is; `script_path` where the script lies here.
     """
     folder = os.path.join(results_dir, run.name)
     result_path = os.path.join(folder, "result.json")
@@ -455,8 +467,8 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
     write_json(os.path.join(folder, "spec.json"), spec)
     checkpoint = latest_checkpoint(folder)
     command = [sys.executable, script_path, *(["--resume", checkpoint] if checkpoint else run.flags())]
-    if os.path.isdir(os.path.join(ROOT, ".git")):  # the repo's state as this attempt starts (a Ray worker has no .git)
-        code = git_state()
+    if os.path.isdir(os.path.join(ROOT, ".git")):  # the script as this attempt starts (a Ray worker has no .git)
+        code = git_state(script_path)
     machine, sha = machine_state(), sha256_of(script_path)
     log_path = os.path.join(folder, "log.txt")
     start = time.time()
@@ -570,11 +582,11 @@ def ray_task(run: Run, script: str, worker_dir: str, code: dict, seed_files: dic
 class LocalPool:
     """Runs in a pool of --jobs threads, each waiting on one script's process."""
 
-    def __init__(self, args: Args, code: dict):
-        self.args, self.code, self.pool, self.pending = args, code, ThreadPoolExecutor(args.jobs), {}
+    def __init__(self, args: Args, codes: dict[str, dict]):
+        self.args, self.codes, self.pool, self.pending = args, codes, ThreadPoolExecutor(args.jobs), {}
 
     def submit(self, run: Run) -> None:
-        self.pending[self.pool.submit(run_one, run, self.args.results_dir, self.code)] = run
+        self.pending[self.pool.submit(run_one, run, self.args.results_dir, self.codes[run.script_path])] = run
 
     def next_outcome(self) -> tuple[Run, dict]:
         done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
@@ -595,12 +607,12 @@ class RayPool:
     """One Ray task per run; each runs the script as a process on its node exactly as the local backend does, and
     sends back the run's files, so the driver's results folder fills up with or without a shared filesystem."""
 
-    def __init__(self, args: Args, code: dict):
+    def __init__(self, args: Args, codes: dict[str, dict]):
         import logging
 
         import ray
 
-        self.ray, self.args, self.code, self.pending = ray, args, code, {}
+        self.ray, self.args, self.codes, self.pending = ray, args, codes, {}
         # The repo goes to every worker through Ray (working_dir: ROOT, minus what is large and not code)
         runtime_env = {"working_dir": ROOT, "excludes": ["benchmark/out", "runs", "wandb", "*.pt"]}
         options = dict(runtime_env=runtime_env, log_to_driver=False, logging_level=logging.WARNING)
@@ -624,7 +636,7 @@ class RayPool:
         seed_files = folder_files(folder) if latest_checkpoint(folder) else {}
         worker_dir = self.args.worker_dir or self.args.results_dir
         script = os.path.relpath(run.script_path, ROOT)  # where the script lies in the repo, and so in working_dir
-        self.pending[self.task.remote(run, script, worker_dir, self.code, seed_files)] = run
+        self.pending[self.task.remote(run, script, worker_dir, self.codes[run.script_path], seed_files)] = run
 
     def next_outcome(self) -> tuple[Run, dict]:
         (ref,), _ = self.ray.wait(list(self.pending), num_returns=1)
@@ -870,7 +882,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     print(f"{len(runs)} runs ({len(finished)} finished earlier), {where}; run folders in {args.results_dir}, results"
           f" table {table}", flush=True)  # fmt: skip
 
-    outcomes, code = {}, git_state()
+    outcomes = {}
+    codes = {path: git_state(path) for path in {run.script_path for run in runs}}  # each script's, as the grid starts
     labels = {run.name: run.label for run in runs}  # a run shared by two grids goes by each grid's name for it
 
     def on_outcome(outcome: dict) -> None:
@@ -885,7 +898,7 @@ def main(argv: Optional[list[str]] = None) -> None:
             os.remove(os.path.join(args.results_dir, run.name, "stop"))
     for run in runs:  # finished runs are recorded here and go to no backend: Ray is not even started for them
         if os.path.exists(os.path.join(args.results_dir, run.name, "result.json")):
-            on_outcome(run_one(run, args.results_dir, code))
+            on_outcome(run_one(run, args.results_dir, codes[run.script_path]))
         elif run.name in finished:  # its row is all that is left of it: keep the row, copy it from another grid's
             row, source = recorded[run.name]
             if source != table:
@@ -894,7 +907,7 @@ def main(argv: Optional[list[str]] = None) -> None:
                         "episodes": row["episodes"], "in_table_only": True})  # fmt: skip
     todo = [run for run in runs if run.name not in finished]
     interrupted, tries = False, {run.name: 0 for run in todo}
-    pool = (RayPool if args.backend == "ray" else LocalPool)(args, code) if todo else None
+    pool = (RayPool if args.backend == "ray" else LocalPool)(args, codes) if todo else None
     try:
         for run in todo:
             pool.submit(run)

@@ -69,13 +69,19 @@ def read_episodes(folder: str) -> list[list[str]]:
         return list(csv.reader(f))
 
 
-def scalars(folder: str, tag: str) -> list[float]:
-    """The values a run logged to TensorBoard under `tag`, in step order."""
+def scalar_events(folder: str, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of each event a run logged to TensorBoard under `tag`, in step order, as TensorBoard reads the
+    folder: after a resume, without the events the resumed run purged."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(folder)
     events.Reload()
-    return [event.value for event in events.Scalars(tag)]
+    return [(event.step, event.value) for event in events.Scalars(tag)]
+
+
+def scalars(folder: str, tag: str) -> list[float]:
+    """The values a run logged to TensorBoard under `tag`, in step order."""
+    return [value for _, value in scalar_events(folder, tag)]
 
 
 def scalar_tags(folder: str) -> set[str]:

@@ -33,6 +33,7 @@ class Break(NamedTuple):
     text: str
     replacement: str
     name: str
+    also: tuple = ()  # more (text, replacement) pairs of the same break, each also found exactly once
 
 
 TORCH_SCRIPTS = ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")  # each has its own GAE
@@ -50,11 +51,11 @@ BREAKS = [
     Break("reinforce_baseline.py", "loss = -pg_objective(", "loss = pg_objective(",
           "reinforce_baseline: policy gradient sign flipped"),
     # PPO: the ratio and L^CLIP, in the update of each PPO script
-    Break("ppo_continuous.py", "ratio = (gaussian_log_prob(mb_actions, mean, logstd) - mb_logprobs).exp()",
-          "ratio = (mb_logprobs - gaussian_log_prob(mb_actions, mean, logstd)).exp()",
+    Break("ppo_continuous.py", 'ratio = (gaussian_log_prob(mb["actions"], mean, logstd) - mb["logprobs"]).exp()',
+          'ratio = (mb["logprobs"] - gaussian_log_prob(mb["actions"], mean, logstd)).exp()',
           "ppo_continuous: update's ratio inverted, pi_old / pi"),
-    Break("ppo_atari.py", "ratio = (categorical_log_prob(logits, mb_actions) - mb_logprobs).exp()",
-          "ratio = (mb_logprobs - categorical_log_prob(logits, mb_actions)).exp()",
+    Break("ppo_atari.py", 'ratio = (categorical_log_prob(logits, mb["actions"]) - mb["logprobs"]).exp()',
+          'ratio = (mb["logprobs"] - categorical_log_prob(logits, mb["actions"])).exp()',
           "ppo_atari: update's ratio inverted, pi_old / pi"),
     *(brk for script in ("ppo_continuous.py", "ppo_atari.py") for brk in (
         Break(script, "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(1 + clip_coef, 1 - clip_coef)",
@@ -75,7 +76,7 @@ BREAKS = [
     # Atari's protocol: a lost life ends the episode for bootstrapping; the forced FIRE is not π's action
     Break("ppo_atari.py", "terminated[step] |= life_lost & args.life_loss_done", "pass",
           "ppo_atari: a lost life does not stop bootstrapping"),
-    Break("ppo_atari.py", "clip_coef, kl, kl_beta, mb_weights)", "clip_coef, kl, kl_beta)",
+    Break("ppo_atari.py", 'clip_coef, kl, kl_beta, mb["weights"])', "clip_coef, kl, kl_beta)",
           "ppo_atari: the forced FIRE steps enter the policy loss"),
     # the skeleton's GAE and truncation bootstrap, in each script's copy
     *(Break(script, "decay = gamma * gae_lambda * (1.0 - dones)", "decay = gamma * gae_lambda * np.ones_like(dones)",
@@ -88,11 +89,31 @@ BREAKS = [
     Break("trpo.py", "(var_old + (mean_old - mean) ** 2) / (2 * var)", "(var + (mean_old - mean) ** 2) / (2 * var_old)",
           "trpo: gaussian_kl's variances swapped"),
     Break("trpo.py", "math.log(2 * math.pi * math.e)", "math.log(2 * math.pi)", "trpo: gaussian_entropy without e"),
-    Break("trpo.py", "@ w3 + b3", "@ w3", "trpo: numpy_mean without its last bias"),
+    Break("trpo.py", "x @ weight + bias)", "x @ weight)", "trpo: numpy_mean without its biases"),
     Break("reinforce_baseline.py", "** 2 - logstd - 0.5 * math.log(2 * math.pi)", "** 2 - 0.5 * math.log(2 * math.pi)",
           "reinforce_baseline: gaussian_log_prob without -log sigma"),
     Break("reinforce_baseline.py", "(diff * (x - mean)).sum(0)", "(diff * diff).sum(0)",
           "reinforce_baseline: RunningMeanStd's variance update"),
+    # forking is safe (tests/test_fork.py): the checks that stop a fork which would train silently wrong
+    *(Break(script, call, "None", f"{script[:-3]}: the flat-gradient check off") for script, call in (
+        ("ppo_continuous.py", "check_flat(agent, flat_params)"), ("trpo.py", "check_flat(agent.critic, flat_params)"),
+        ("ppo_atari.py", "check_flat(agent, flat_params)"))),
+    Break("ppo_continuous.py", "nn.ReLU: lambda x: np.maximum(x, 0)", "nn.ReLU: np.tanh",
+          "ppo_continuous: numpy_mean reads ReLU as tanh and its probe check is off",
+          also=(("if np.abs(policy_mean(probe) - expected).max() > 1e-4 *", "if False and 1e-4 *"),)),
+    Break("ppo_continuous.py",
+          "shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}",
+          'shuffled = {key: batch[key][perm] for key in ("obs", "actions", "logprobs", "means", "advantages", '
+          '"values", "returns")}', "ppo_continuous: the minibatches carry a fixed list of columns"),
+    # Figure 3's last two methods: CEM, and A2C with ACER's trust region and TensorFlow's RMSProp
+    Break("cem.py", "torch.argsort(scores, descending=True)", "torch.argsort(scores, descending=False)",
+          "cem: the elite chosen from the worst"),
+    Break("reinforce_baseline.py", "return g - excess /", "return g + 0 * excess /",
+          "reinforce_baseline: trust-region projection off"),
+    Break("reinforce_baseline.py", "gaussian_kl(average_mean, average_logstd, *phi)",
+          "gaussian_kl(*phi, average_mean, average_logstd)", "reinforce_baseline: the trust region's KL turned around"),
+    Break("reinforce_baseline.py", 'state["square_avg"] = torch.ones_like(p)',
+          'state["square_avg"] = torch.zeros_like(p)', "reinforce_baseline: TF RMSProp's mean square starts at 0"),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -108,12 +129,27 @@ FAST_TESTS = [
     "tests/test_atari.py::test_advantages_of_a_rollout_stop_at_a_time_limit_and_bootstrap_from_the_real_last_frame",
     "tests/test_atari.py::test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept",
     "tests/test_atari_protocol.py::test_the_forced_fire_steps_do_not_enter_the_policy_loss",
+    "tests/test_cem.py::test_refit_takes_mean_and_variance_of_the_best_scored_samples",
+    "tests/test_reinforce.py::test_tensorflow_rmsprop_first_steps_match_the_closed_form",
+    "tests/test_reinforce.py::test_trust_region_step_leaves_a_small_step_and_cuts_a_large_one_to_the_bound",
+    "tests/test_reinforce.py::test_trust_region_gradients_wrt_the_gaussians_statistics",
+    "tests/test_fork.py",
 ]
 
 
 def occurrences(brk: Break, root: str = ROOT) -> int:
+    """How often the break's text stands in its script; with `also`, the count of the text found least or most
+    often, so that 1 means every one of its texts stands exactly once."""
     with open(os.path.join(root, brk.script)) as f:
-        return f.read().count(brk.text)
+        source = f.read()
+    counts = [source.count(text) for text in (brk.text, *(text for text, _ in brk.also))]
+    return next((count for count in counts if count != 1), 1)
+
+
+def apply(brk: Break, source: str) -> str:
+    for text, replacement in ((brk.text, brk.replacement), *brk.also):
+        source = source.replace(text, replacement)
+    return source
 
 
 def copy_repo(destination: str) -> None:
@@ -183,7 +219,7 @@ def main() -> int:
                 original = f.read()
             try:
                 with open(path, "w") as f:
-                    f.write(original.replace(b.text, b.replacement))
+                    f.write(apply(b, original))
                 outcome, failed, seconds, _ = run_fast_tests(scratch, opts.timeout, stop_at_first=not opts.all)
             finally:
                 with open(path, "w") as f:

@@ -44,6 +44,9 @@ def test_env_ids_map_to_roms_and_unknown_games_get_close_names(tmp_path):
     proc = run_script("ppo_atari.py", "--env-id", "BreakotNoFrameskip-v4", cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "breakout" in proc.stderr and "--env-id" in proc.stderr
+    proc = run_script("ppo_atari.py", "--env-id", "Qqqqqqqq-v4", cwd=tmp_path, timeout=60)  # no name is close
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --env-id Qqqqqqqq-v4: no Atari game 'qqqqqqqq' in ale-py", proc.stderr
 
 
 def test_seed_full_objective_through_the_scripts_loss():
@@ -55,14 +58,14 @@ def test_seed_full_objective_through_the_scripts_loss():
     assert ppo_atari.Args().vf_coef == 1.0 and ppo_atari.Args().ent_coef == 0.01
 
 
-def test_update_makes_the_better_actions_more_likely():
-    # Algorithm 1's step 3 on a made-up batch: 256 states of noise, each action in a quarter of them, and Â > 0
-    # exactly where the action was FIRE (1). One update() must raise π(FIRE|s) and lower π of the other actions in
-    # those same states. An update that climbs the wrong way (the ratio inverted to π_old / π, a max in L^CLIP) fails.
+def fire_gain(module) -> tuple[float, float]:
+    """Algorithm 1's step 3 on a made-up batch: 256 states of noise, each action in a quarter of them, and Â > 0
+    exactly where the action was FIRE (1). The mean change of log π over one update() of `module` (ppo_atari.py or a
+    fork of it), where the action was FIRE and where it was not."""
     torch.manual_seed(0)
-    args = ppo_atari.Args(num_envs=8, num_steps=32, minibatch_size=64)
-    agent = ppo_atari.Agent(4)
-    flat_params = ppo_atari.flatten_parameters(agent)
+    args = module.Args(num_envs=8, num_steps=32, minibatch_size=64)
+    agent = module.Agent(4)
+    flat_params = module.flatten_parameters(agent)
     optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps)
     obs = torch.randint(0, 256, (32, 8, 4, 84, 84), dtype=torch.uint8)
     actions = torch.arange(256).view(32, 8) % 4
@@ -71,14 +74,21 @@ def test_update_makes_the_better_actions_more_likely():
     rollout = {"obs": obs.numpy(), "actions": actions.numpy(), "logits": logits.view(32, 8, 4).numpy(),
                "served": np.zeros((32, 8), dtype=bool)}  # fmt: skip
     advantages = np.where(actions.numpy() == 1, 1.0, -0.5).astype(np.float32)
-    batch = ppo_atari.flatten_batch(rollout, advantages, values.view(32, 8).numpy(), torch.device("cpu"))
-    metrics = ppo_atari.update(agent, flat_params, optimizer, batch, 0.0, args.clip_coef, args)
+    batch = module.flatten_batch(rollout, advantages, values.view(32, 8).numpy(), torch.device("cpu"))
+    metrics = module.update(agent, flat_params, optimizer, batch, 0.0, args.clip_coef, args)
+    assert metrics["losses/kl"] > 0 and metrics["losses/clipfrac"] >= 0
     with torch.inference_mode():
         new_logits, _ = agent(batch["obs"])
-    gain = ppo_atari.categorical_log_prob(new_logits, batch["actions"]) - batch["logprobs"]  # log π / π_old
+    gain = module.categorical_log_prob(new_logits, batch["actions"]) - batch["logprobs"]  # log π / π_old
     fire = batch["actions"] == 1
-    assert gain[fire].mean() > 0.01 and gain[~fire].mean() < -0.005, (gain[fire].mean(), gain[~fire].mean())
-    assert metrics["losses/kl"] > 0 and metrics["losses/clipfrac"] >= 0
+    return gain[fire].mean().item(), gain[~fire].mean().item()
+
+
+def test_update_makes_the_better_actions_more_likely():
+    # One update() must raise π(FIRE|s) and lower π of the other actions in those same states. An update that climbs
+    # the wrong way (the ratio inverted to π_old / π, a max in L^CLIP) fails.
+    gain_fire, gain_other = fire_gain(ppo_atari)
+    assert gain_fire > 0.01 and gain_other < -0.005, (gain_fire, gain_other)
 
 
 def test_advantages_of_a_rollout_stop_at_a_time_limit_and_bootstrap_from_the_real_last_frame():

@@ -251,6 +251,50 @@ def test_the_recorded_flags_are_the_checkpoints_on_resume(tmp_path):
     assert json.loads(row["args"])["gae_lambda"] == 0.9 and "resumed from its checkpoint" in proc.stdout
 
 
+def test_dirty_means_the_runs_script_differs_from_its_commit(tmp_path, monkeypatch):
+    # a repository whose commit holds a training script and a results table, as benchmark/ holds them
+    repo = tmp_path / "repo"
+    (repo / "benchmark" / "results").mkdir(parents=True)
+    shutil.copy(os.path.join(ROOT, FAKE), repo / "train.py")
+    (repo / "benchmark" / "results" / "grid.csv").write_text("name,score\n")
+    (repo / ".gitignore").write_text("benchmark/out/\nruns/\n")
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-C", str(repo)]
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "base"]):
+        subprocess.run(git + cmd, check=True, capture_output=True)
+    monkeypatch.setattr(runner, "ROOT", str(repo))
+
+    def dirty(script: str, seed: int):
+        """The dirty flag that a fresh run of the script records (run_one reads the state of the repo at its start)."""
+        run = runner.Run(f"run{seed}", "train.py", script, "Hopper-v4", seed, "default", "", "--score 5", 1000)
+        result = runner.run_one(run, str(tmp_path / "out"), {"commit": None, "dirty": None})
+        assert result["status"] == "finished", result
+        return result["dirty"]
+
+    script = str(repo / "train.py")
+    assert dirty(script, 1) is False
+    # what a grid changes while it runs: its results table (tracked), run folders and scripts' runs (ignored)
+    with open(repo / "benchmark" / "results" / "grid.csv", "a") as f:
+        f.write("run1,5.0\n")
+    for folder in ("benchmark/out/run1", "runs/x"):
+        (repo / folder).mkdir(parents=True)
+        (repo / folder / "log.txt").write_text("a log\n")
+    (repo / "notes.md").write_text("untracked\n")
+    assert dirty(script, 2) is False
+    head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert runner.git_state(script) == {"commit": head, "dirty": False}
+    # the script edited, by a word or by a staged change, or never committed: dirty
+    with open(script, "a") as f:
+        f.write("# an edit\n")
+    assert dirty(script, 3) is True
+    subprocess.run(git + ["add", "train.py"], check=True, capture_output=True)
+    assert runner.git_state(script)["dirty"] is True
+    shutil.copy(os.path.join(ROOT, FAKE), repo / "mine.py")
+    assert dirty(str(repo / "mine.py"), 4) is True
+    # a script outside the repository: no commit holds it
+    shutil.copy(os.path.join(ROOT, FAKE), tmp_path / "outside.py")
+    assert runner.git_state(str(tmp_path / "outside.py"))["dirty"] is None
+
+
 def test_failed_runs_are_recorded_retried_and_the_rest_go_on(tmp_path):
     proc = bench("--scripts", FAKE, "--env-ids", "InvertedPendulum-v4", "--seeds", "1", "--variants", "--fail",
                  "--crash-once", "--tags", "fail", "crash", "--retries", "1", tmp_path=tmp_path)  # fmt: skip

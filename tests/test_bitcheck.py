@@ -37,8 +37,19 @@ def test_first_difference_names_where_two_checkpoints_differ():
         ('"""[not in paper] Adam\'s epsilon', '"""[not in paper] The epsilon of Adam', "IDENTICAL"),
         # Adam's epsilon from 1e-5 to 1.1e-5: each step of the first update moves by a hair less
         ("adam_eps: float = 1e-5", "adam_eps: float = 1.1e-5", "DIFFERENT"),
+        # a new flag whose default keeps the arithmetic: IDENTICAL, and named; one whose default changes it: DIFFERENT
+        (
+            "    adam_eps: float = 1e-5\n",
+            '    adam_eps: float = 1e-5\n    new_flag: float = 1.0\n    """a flag"""\n',
+            "IDENTICAL",
+        ),
+        (
+            "    adam_eps: float = 1e-5\n",
+            '    adam_eps: float = 1.1e-5\n    new_flag: float = 1.0\n    """a flag"""\n',
+            "DIFFERENT",
+        ),
     ],
-    ids=["docstring", "adam-eps"],
+    ids=["docstring", "adam-eps", "new-flag", "new-flag-and-adam-eps"],
 )
 def test_bitcheck_tells_a_change_of_arithmetic_from_a_change_of_words(tmp_path, monkeypatch, capsys, old, new, verdict):
     # a repository whose HEAD holds ppo_continuous.py as it is here, and whose working tree holds the edit
@@ -59,3 +70,4 @@ def test_bitcheck_tells_a_change_of_arithmetic_from_a_change_of_words(tmp_path, 
     out = capsys.readouterr().out
     assert exit.value.code == (0 if verdict == "IDENTICAL" else 1)
     assert out.startswith(f"{verdict}  ppo_continuous.py {CASE}"), out
+    assert ("(flags added: new_flag)" in out) == ("new_flag" in new), out

@@ -1,5 +1,6 @@
 """Bad input: a one-line error that names the flag, exit code 2, no traceback. A non-finite loss stops the run."""
 
+import importlib
 import os
 
 import pytest
@@ -35,6 +36,63 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, script, flags, flag_named):
     assert len(lines) == 1 and lines[0].startswith("error: ") and flag_named in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "runs").exists()  # nothing half-made
+
+
+# Each torch script: the task a checkpoint names, when that task cannot be made here
+UNINSTALLED = {"ppo_atari.py": "NoSuchGame-v4"} | {s: "tests.fake_envs:NoSuchTask-v0" for s in [*SCRIPTS, "cem.py"]}
+BAD_INPUT = [
+    (["--resume", "empty.pt"], "--resume"),
+    (["--eval-checkpoint", "empty.pt"], "--eval-checkpoint"),
+    (["--eval-checkpoint", "uninstalled.pt"], "--eval-checkpoint"),
+    (["--seed", "-1"], "--seed"),
+    (["--seed", str(2**32)], "--seed"),
+    (["--gae-lambda", "inf"], "--gae-lambda"),
+    (["--init-std", "inf"], "--init-std"),
+    (["--gamma", "nan"], "--gamma"),
+    (["--num-envs", "1", "--num-steps", "1", "--minibatch-size", "1"], "--norm-adv"),
+    # a run continues with its saved flags: others given with --resume would be ignored, so they are refused
+    (["--resume", "any.pt", "--total-timesteps", "2000000"], "--total-timesteps"),
+]
+
+
+def has_flags(script: str, flags: list) -> bool:
+    """Whether every flag in `flags` is one of the script's (cem.py has no --gamma, say)."""
+    fields = vars(importlib.import_module(script.removesuffix(".py")).Args())
+    return all(flag[2:].replace("-", "_") in fields for flag in flags if flag.startswith("--"))
+
+
+@pytest.mark.parametrize(
+    "script, flags, flag_named",
+    [
+        (script, flags, named)
+        for script in [*SCRIPTS, "ppo_atari.py", "cem.py"]
+        for flags, named in BAD_INPUT
+        if has_flags(script, flags)
+    ],  # fmt: skip
+)
+def test_bad_input_of_every_torch_script_is_one_line_and_exit_2(tmp_path, script, flags, flag_named):
+    (tmp_path / "empty.pt").write_bytes(b"")
+    module = importlib.import_module(script.removesuffix(".py"))
+    torch.save({"args": vars(module.Args(env_id=UNINSTALLED[script]))}, tmp_path / "uninstalled.pt")
+    proc = run_script(script, *flags, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and flag_named in lines[0], proc.stderr
+    assert not (tmp_path / "runs").exists()  # nothing half-made
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_resume_refuses_an_env_whose_state_a_checkpoint_cannot_hold(tmp_path, script):
+    # Pendulum-v1 trains, but its state is not MuJoCo physics: a resumed run would continue from another state
+    proc = run_script(script, "--env-id", "Pendulum-v1", "--num-steps", "256", "--minibatch-size", "64",
+                      "--total-timesteps", "256", "--save-model", cwd=tmp_path, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    checkpoint = os.path.join(only_run_dir(tmp_path), "checkpoint.pt")
+    proc = run_script(script, "--resume", checkpoint, cwd=tmp_path, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Pendulum-v1" in lines[0] and "MuJoCo" in lines[0], proc.stderr
+    proc = run_script(script, "--eval-checkpoint", checkpoint, "--eval-episodes", "1", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0 and "mean return" in proc.stdout, proc.stderr  # evaluation still works
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """ppo_gridworld_numpy.py: the seed's worked numbers, hand-written gradients against finite differences, the §2.1
-warning, learning with the defaults, determinism, no torch, and bad input."""
+warning, learning with the defaults, determinism, no torch, bad input, and a run that overflows."""
 
 import contextlib
+import dataclasses
 import io
 import math
 import os
@@ -237,3 +238,65 @@ def test_bad_input_from_the_command_line_has_no_traceback():
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == "error: --minibatch-size 100 does not divide the batch size 2048 (num_steps)\n"
+
+
+def run_cli(*flags: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, os.path.join(ROOT, "ppo_gridworld_numpy.py"), *flags]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def assert_one_error_line(proc: subprocess.CompletedProcess, code: int) -> str:
+    """Exit code `code`, exactly one line on stderr, "error: ...", no traceback; returns that line."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    return lines[0]
+
+
+FLOAT_FLAGS = [f.name for f in dataclasses.fields(grid.Args) if f.type is float]
+
+
+@pytest.mark.parametrize("name", FLOAT_FLAGS)
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_every_float_flag_must_be_finite(name, value, capsys):
+    assert {"learning_rate", "vf_learning_rate", "gamma", "gae_lambda", "clip_coef"} <= set(FLOAT_FLAGS)
+    with pytest.raises(SystemExit) as exit_info:
+        grid.validate(grid.Args(**{name: value}))
+    assert exit_info.value.code == 2
+    flag = "--" + name.replace("_", "-")
+    assert capsys.readouterr().err == f"error: {flag} must be a finite number, got {value}\n"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--learning-rate", "inf"], ["--learning-rate", "nan"], ["--vf-learning-rate", "inf"], ["--clip-coef", "inf"]],
+)
+def test_non_finite_flag_from_the_command_line_is_refused(flags):
+    proc = run_cli(*flags)
+    line = assert_one_error_line(proc, 2)
+    assert line == f"error: {flags[0]} must be a finite number, got {float(flags[1])}"
+    assert proc.stdout == ""  # refused before the first line of the table
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_seed_outside_32_bits_is_refused(seed):
+    proc = run_cli("--seed", seed)
+    assert assert_one_error_line(proc, 2) == f"error: --seed must lie in [0, 2**32), got {seed}"
+    assert proc.stdout == ""
+
+
+def test_seed_bounds_are_accepted(capsys):
+    for seed in (0, 2**32 - 1):
+        grid.validate(grid.Args(seed=seed))
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("flag, bad", [("--learning-rate", "KL"), ("--vf-learning-rate", "V")])
+def test_overflow_in_training_stops_with_exit_1(flag, bad):
+    # finite but huge: π(a|s) becomes exactly 0 (KL = inf), or the value table overflows to inf and NaN
+    proc = run_cli(flag, "1e300")
+    line = assert_one_error_line(proc, 1)
+    assert line.startswith(f"error: non-finite {bad} at iteration 1:") and f"{flag} 1e+300" in line, line
+    assert "nan" not in proc.stdout.lower() and "inf" not in proc.stdout.lower()
+    assert len(proc.stdout.splitlines()) == 1 and proc.stdout.startswith(" iter")  # the header, no iteration line

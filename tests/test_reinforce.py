@@ -16,6 +16,7 @@ from tests.helpers import only_run_dir, read_episodes, run_script, scalars, trai
 # The two Figure 3 methods exactly as the figure3 grid runs them (benchmark/presets.py gives the source of each value)
 VPG_ADAPTIVE = shlex.split(presets.VPG_ADAPTIVE)
 A2C = shlex.split(presets.A2C)
+A2C_TRUST_REGION = shlex.split(presets.A2C_TRUST_REGION)
 
 
 def test_seed_policy_gradient_through_the_scripts_loss():
@@ -74,8 +75,9 @@ def test_a2c_flags_take_one_policy_step_and_one_value_step_per_batch(tmp_path, m
         train_in_process(reinforce_baseline, *A2C, "--env-id", "InvertedPendulum-v4", "--total-timesteps", "400")
     finally:
         hook.remove()
-    # 400 steps = 5 batches of 16 actors x 5 steps; in each, one RMSProp step on π's loss, then one on V's
-    policy_step, value_step = ("RMSprop", 0.99, 1e-5, (True, False)), ("RMSprop", 0.99, 1e-5, (False, True))
+    # 400 steps = 5 batches of 16 actors x 5 steps; in each, one RMSProp step (TensorFlow's, as baselines' a2c) on
+    # π's loss, then one on V's
+    policy_step, value_step = ("TFRMSprop", 0.99, 1e-5, (True, False)), ("TFRMSprop", 0.99, 1e-5, (False, True))
     assert steps == [policy_step, value_step] * 5
 
 
@@ -90,11 +92,60 @@ def test_one_vanilla_pg_step_makes_the_better_actions_more_likely(tmp_path, monk
     assert entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e) - 3e-4, abs=1e-6)
 
 
-@pytest.mark.parametrize("flags, total_timesteps", [(VPG_ADAPTIVE, 163840), (A2C, 100000)], ids=["vpg-adaptive", "a2c"])
+@pytest.mark.parametrize(
+    "flags, total_timesteps",
+    [(VPG_ADAPTIVE, 163840), (A2C, 200000), (A2C_TRUST_REGION, 200000)],
+    ids=["vpg-adaptive", "a2c", "a2c-trust-region"],
+)
 def test_figure3_baseline_learns_inverted_pendulum(tmp_path, flags, total_timesteps):
-    # only the budget is the test's: 80 batches of 2048 for vanilla PG, 1250 batches of 80 for A2C
+    # only the budget is the test's: 80 batches of 2048 for vanilla PG, 2500 batches of 80 for A2C (TensorFlow's
+    # RMSProp, as baselines' a2c, takes smaller first steps than PyTorch's, with which 1250 batches were enough)
     proc = run_script("reinforce_baseline.py", "--env-id", "InvertedPendulum-v4", "--total-timesteps",
                       str(total_timesteps), *flags, cwd=tmp_path, timeout=240)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     last100 = [float(row[1]) for row in read_episodes(only_run_dir(tmp_path))[-100:]]
     assert sum(last100) / len(last100) >= 500, f"mean of the last 100 episodes {sum(last100) / len(last100)}"
+
+
+def test_tensorflow_rmsprop_first_steps_match_the_closed_form():
+    # openai/baselines' a2c optimizer: ms starts at 1 and ε sits inside the root. With a constant gradient g = 0.01,
+    # lr 7e-4, α 0.99, ε 1e-5: ms_1 = 0.99 + 0.01 g², θ_1 = −lr g / √(ms_1 + ε); ms_2 = 0.99 ms_1 + 0.01 g², and so on
+    theta = torch.zeros(1, dtype=torch.float64, requires_grad=True)
+    optimizer = reinforce_baseline.TFRMSprop([theta], lr=7e-4, alpha=0.99, eps=1e-5)
+    g, ms, expected = 0.01, 1.0, 0.0
+    for _ in range(3):
+        theta.grad = torch.full_like(theta, g)
+        optimizer.step()
+        ms = 0.99 * ms + 0.01 * g**2
+        expected -= 7e-4 * g / math.sqrt(ms + 1e-5)
+        assert theta.item() == pytest.approx(expected, rel=1e-12)
+    # about lr · g per step: 10 times smaller than PyTorch's first RMSprop step, lr · g / (√(0.01 g²) + ε) ≈ 9.9 lr
+    assert -theta.item() / 3 == pytest.approx(7e-4 * g, rel=2e-2)
+
+
+def test_trust_region_step_leaves_a_small_step_and_cuts_a_large_one_to_the_bound():
+    g = torch.tensor([[1.0, 2.0], [3.0, -1.0], [2.0, 2.0]], dtype=torch.float64)
+    k = torch.tensor([[0.5, 0.0], [1.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
+    z = reinforce_baseline.trust_region_step(g, k, delta=1.0)
+    # row 0: kᵀg = 0.5 ≤ δ, z = g; row 1: kᵀg = 2 > δ, z = g − (2 − 1) / 2 · k = (2.5, −1.5), kᵀz = δ; row 2: k = 0
+    assert z.tolist() == [[1.0, 2.0], [2.5, -1.5], [2.0, 2.0]]
+    assert (k[1] @ z[1]).item() == 1.0
+
+
+def test_trust_region_gradients_wrt_the_gaussians_statistics():
+    # one state, one action dimension: μ = 0.5, log σ = 0 (σ = 1); the average network's μ_a = 0, log σ_a = log 2;
+    # the action a = 1.5 with Â = 2, c2 = 0.01. By hand, for φ = (μ, log σ):
+    # g = (Â (a − μ) / σ², Â ((a − μ)² / σ² − 1) + c2) = (2, 0.01)
+    # k = ∇_φ KL[π_a, π] = ((μ − μ_a) / σ², 1 − (σ_a² + (μ_a − μ)²) / σ²) = (0.5, 1 − 4.25) = (0.5, −3.25)
+    f64 = {"dtype": torch.float64}
+    g, k = reinforce_baseline.trust_region_g_and_k(
+        torch.tensor([[0.5]], **f64), torch.tensor([[0.0]], **f64), torch.tensor([[1.5]], **f64),
+        torch.tensor([2.0], **f64), torch.tensor([[0.0]], **f64), torch.tensor([math.log(2)], **f64), ent_coef=0.01,
+    )  # fmt: skip
+    assert g.tolist() == [pytest.approx([2.0, 0.01])] and k.tolist() == [pytest.approx([0.5, -3.25])]
+
+
+def test_average_network_follows_the_policy_with_decay_alpha():
+    average, params = [torch.tensor([1.0, -2.0]), torch.tensor(4.0)], [torch.tensor([3.0, 2.0]), torch.tensor(0.0)]
+    reinforce_baseline.update_average(average, params, alpha=0.75)  # 0.75 θ_avg + 0.25 θ
+    assert average[0].tolist() == [1.5, -1.0] and average[1].item() == 3.0

@@ -182,9 +182,34 @@ def test_intervals_resample_seeds_within_each_task():
     low, high = report.stratified_ci([np.array([0.0, 1, 2]), np.array([10.0, 11, 12])], report.mean, 2000, 0)
     assert 5.0 < low < 6 < high < 7.0  # only the spread within each task: means of 3 draws, averaged over 2 tasks
     # a task with one run is held fixed; with none varying there is no interval
+    # (the 2 runs spread by the small-sample factor sqrt(2) about their mean: 1 -+ sqrt(2), the extremes of the draws)
     low, high = report.stratified_ci([np.array([0.0, 2]), np.array([5.0])], report.mean, 2000, 0)
-    assert low == pytest.approx((0 + 0 + 5) / 3) and high == pytest.approx((2 + 2 + 5) / 3)  # draws of [0, 2], then 5
+    assert low == pytest.approx((2 * (1 - 2**0.5) + 5) / 3) and high == pytest.approx((2 * (1 + 2**0.5) + 5) / 3)
     assert np.isnan(report.stratified_ci([np.array([1.0]), np.array([2.0])], report.mean, 2000, 0)).all()
+
+
+def test_bootstrap_variance_of_a_mean_is_the_unbiased_one():
+    # A plain bootstrap resamples n runs from their plug-in distribution, whose variance is (n-1)/n of the unbiased s^2:
+    # its variance of a mean is (n-1)/n * s^2/n, 2/3 of s^2/n with 3 seeds. Corrected, stratum by stratum, it is s^2/n
+    a = [np.array([0.0, 1, 5]), np.array([2.0, 3, 3.5]), np.array([-1.0, 4, 4.5]), np.array([7.0, 7.5, 10])]
+    b = [np.array([1.0, 2, 2.5]), np.array([0.0, 6]), np.array([3.0, 3, 4, 8]), np.array([9.0])]  # 3, 2, 4 and 1 run
+
+    def unbiased(strata: list[np.ndarray], ddof: int = 1) -> float:
+        """The variance of the mean of all runs, seeds varying within each stratum: sum of (n_s/N)^2 var_s / n_s."""
+        total = sum(len(s) for s in strata)
+        return sum((len(s) / total) ** 2 * np.var(s, ddof=ddof) / len(s) for s in strata if len(s) > 1)
+
+    replicates = report.bootstrap_replicates([a], report.mean, 20_000, 0)
+    assert np.mean(replicates) == pytest.approx(np.mean(np.concatenate(a)), abs=0.02)
+    assert np.var(replicates) == pytest.approx(unbiased(a), rel=0.03)
+    assert not np.var(replicates) == pytest.approx(unbiased(a, ddof=0), rel=0.1)  # the plain bootstrap's, 2/3 of it
+    # strata of 2, 3 and 4 runs, each with its own factor; one run adds no spread. A difference adds the two variances
+    replicates = report.bootstrap_replicates([a, b], lambda x, y, axis=-1: report.mean(x, axis) - report.mean(y, axis),
+                                             20_000, 0)  # fmt: skip
+    assert np.var(replicates) == pytest.approx(unbiased(a) + unbiased(b), rel=0.03)
+    # the intervals read these replicates: about +-1.96 of their sd, wider than the plain one by sqrt(3/2)
+    low, high = report.stratified_ci(a, report.mean, 20_000, 0)
+    assert (high - low) / (2 * 1.96) == pytest.approx(unbiased(a) ** 0.5, rel=0.05)
 
 
 def test_iqm_on_a_small_set():
