@@ -38,15 +38,16 @@ def test_population_is_drawn_around_the_mean_with_the_given_std():
 
 
 def test_learns_inverted_pendulum_resumes_exactly_and_evaluates(tmp_path):
-    # the 2x64 policy found by search alone: the last 20 episodes of 60k steps average 500 or more (max 1000)
-    flags = ["--env-id", "InvertedPendulum-v4", "--total-timesteps", "60000", "--save-model"]
+    # the 2x64 policy found by search alone: the last 20 episodes of 150k steps average 500 or more (max 1000; seeds
+    # 1 to 3 gave 987, 1000 and 955 with the defaults)
+    flags = ["--env-id", "InvertedPendulum-v4", "--total-timesteps", "150000", "--save-model"]
     proc = run_script("cem.py", *flags, cwd=tmp_path, timeout=240)
     assert proc.returncode == 0, proc.stderr
     folder = only_run_dir(tmp_path)
     returns = [float(row[1]) for row in read_episodes(folder)[1:]]
     assert sum(returns[-20:]) / 20 >= 500, returns[-20:]
     ckpt = torch.load(os.path.join(folder, "checkpoint.pt"), weights_only=True)
-    assert ckpt["global_step"] == 60000 and {"mean", "var", "obs_rms", "envs", "torch_rng"} <= set(ckpt)
+    assert ckpt["global_step"] == 150000 and {"mean", "var", "obs_rms", "envs", "torch_rng"} <= set(ckpt)
     proc = run_script("cem.py", "--eval-checkpoint", os.path.join(folder, "checkpoint.pt"), "--eval-episodes", "3",
                       cwd=tmp_path, timeout=120)  # fmt: skip
     assert proc.returncode == 0 and float(proc.stdout.split("mean return")[1].split()[0]) >= 500, proc.stdout
