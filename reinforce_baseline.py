@@ -457,10 +457,11 @@ def update(agent: Agent, optimizer, batch: dict, args: Args, average: Optional[l
     policy_advantages = batch["advantages"]
     if args.norm_adv:
         policy_advantages = (policy_advantages - policy_advantages.mean()) / (policy_advantages.std() + 1e-8)
+    cut = []  # --trust-region: per policy step, the fraction of states where the trust region cut the step
     for _epoch in range(args.update_epochs):
         optimizer.zero_grad()
         if args.trust_region:
-            trust_region_backward(agent, batch, policy_advantages, average, args)
+            cut.append(trust_region_backward(agent, batch, policy_advantages, average, args))
         else:
             logprob = gaussian_log_prob(batch["actions"], agent.actor_mean(batch["obs"]), agent.actor_logstd)
             loss = -pg_objective(logprob, policy_advantages)
@@ -486,12 +487,14 @@ def update(agent: Agent, optimizer, batch: dict, args: Args, average: Optional[l
             if args.max_grad_norm:  # [not in paper] as above, over V's gradient alone (A2C's one network: both)
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
             optimizer.step()
-    return diagnostics(agent, batch, policy_advantages)
+    trust_region = {"charts/trust_region_cut_fraction": float(np.mean(cut))} if cut else {}
+    return {**diagnostics(agent, batch, policy_advantages), **trust_region}
 
 
-def trust_region_backward(agent: Agent, batch: dict, advantages: torch.Tensor, average: list, args: Args) -> None:
+def trust_region_backward(agent: Agent, batch: dict, advantages: torch.Tensor, average: list, args: Args) -> float:
     """The gradient of ACER's trust-region step, into the policy's .grad: per state, g and k with respect to the
-    Gaussian's statistics φ = (μ(s), log σ), z* = trust_region_step(g, k, δ), then z* back through the network."""
+    Gaussian's statistics φ = (μ(s), log σ), z* = trust_region_step(g, k, δ), then z* back through the network.
+    Returns the fraction of states where the trust region cut the step (kᵀg > δ)."""
     mean = agent.actor_mean(batch["obs"])  # (B, act_dim)
     logstd = agent.actor_logstd.expand_as(mean)
     names = [name for name, _ in agent.actor_mean.named_parameters()]
@@ -501,6 +504,7 @@ def trust_region_backward(agent: Agent, batch: dict, advantages: torch.Tensor, a
     z = trust_region_step(g, k, args.tr_delta)
     # ascend the mean over states of z* · ∂φ/∂θ: the optimizer descends, hence −z / B
     torch.autograd.backward([mean, logstd], list((-z / len(z)).split(mean.shape[-1], dim=-1)))
+    return ((k * g).sum(-1) > args.tr_delta).float().mean().item()  # where the trust region cut the step
 
 
 def trust_region_g_and_k(mean, logstd, actions, advantages, average_mean, average_logstd, ent_coef: float):

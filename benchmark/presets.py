@@ -98,9 +98,11 @@ A2C_TORCH_RMSPROP = (
 A2C = A2C_TORCH_RMSPROP.replace("--optimizer rmsprop ", "--optimizer rmsprop-tf ")
 # A2C with a trust region (Figure 3): A2C's flags and ACER's efficient trust region on the policy step (Wang et al.
 # 2016, §3.3), on-policy, against an average policy network. δ and α: openai/baselines' acer has δ = 1, α = 0.99;
-# ACER's MuJoCo runs α = 0.995 and δ in [0.1, 2]. The values below were chosen by the sweep in benchmark/RESULTS.md
+# ACER's MuJoCo runs α = 0.995 and δ in [0.1, 2]. A sweep of δ in {0.1, 1} x α in {0.99, 0.995} on Hopper-v4 (300k
+# steps, 2 seeds; benchmark/results/a2c-trust-region-sweep.csv, benchmark/RESULTS.md) put baselines' values first
 A2C_TRUST_REGION = A2C + " --trust-region --tr-delta 1 --tr-alpha 0.99"
-# The cross-entropy method (cem.py): the settings chosen by the sweep in benchmark/RESULTS.md
+# The cross-entropy method: cem.py's defaults, chosen by a sweep of 8 settings on Hopper-v4 (300k steps, 2 seeds;
+# benchmark/results/cem-sweep.csv, benchmark/RESULTS.md)
 CEM = ""
 
 
