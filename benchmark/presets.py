@@ -106,6 +106,11 @@ A2C_TRUST_REGION = A2C + " --trust-region --tr-delta 1 --tr-alpha 0.99"
 CEM = ""
 
 
+# Methods whose runs stay in a results table for one release after another method replaced them, as (script, tag):
+# benchmark/report.py lists them in the returns table, labelled, but leaves them out of the plots and the verdicts
+SUPERSEDED = {("reinforce_baseline.py", "a2c")}  # A2C on PyTorch's RMSprop, replaced by a2c-tf-rmsprop on 2026-12-02
+
+
 @dataclass(frozen=True)
 class Preset:
     about: str

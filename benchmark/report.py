@@ -48,7 +48,7 @@ import scipy.stats  # noqa: E402
 import tyro  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from benchmark.presets import MUJOCO_TASKS, TABLE1  # noqa: E402
+from benchmark.presets import MUJOCO_TASKS, SUPERSEDED, TABLE1  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_RETURNS = os.path.join(ROOT, "benchmark", "random_returns.json")
@@ -114,6 +114,11 @@ class Method:
     flags: str
     total_timesteps: int
     label: str
+
+    @property
+    def superseded(self) -> bool:
+        """A method that another replaced (presets.SUPERSEDED): in the returns table, not in the plots or verdicts."""
+        return (self.script, self.tag) in SUPERSEDED
 
     @property
     def table1(self):
@@ -315,7 +320,8 @@ def figure3_comparisons(tasks: dict, resamples: int, seed: int) -> list[dict]:
         compared, ahead = 0, []
         for env_id, methods in tasks.items():
             ppo = [m for m in methods if m.table1 and m.tag == CLAIMED_BEST and m.total_timesteps == length]
-            others = [m for m in methods if m.script != TABLE1_SCRIPT and m.total_timesteps == length]
+            others = [m for m in methods if m.script != TABLE1_SCRIPT and m.total_timesteps == length
+                      and not m.superseded]  # fmt: skip
             if not ppo or not others:
                 continue
             compared += 1
@@ -533,7 +539,7 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
     """The paper's Figure 3 layout: a panel per task, a line per method (mean over seeds of the smoothed return), each
     seed thin in the same color."""
     env_ids = list(summary["tasks"])
-    methods = sorted({r["method"] for r in rows}, key=method_order)
+    methods = sorted({r["method"] for r in rows if not r["method"].superseded}, key=method_order)
     lengths = {m.total_timesteps for m in methods}
     colors = dict(zip(methods, plt.get_cmap("tab10" if len(methods) <= 10 else "tab20").colors * 2))
     columns = min(4, len(env_ids) + 1)

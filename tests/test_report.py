@@ -174,6 +174,19 @@ def test_verdicts_on_the_papers_claims(tmp_path):
     assert "Hopper-v4: trpo default 111.0 ± 1.0 (n=3) against PPO's 100.0 ± 40.0 (n=3), ahead by 11.0 [-" in line
 
 
+def test_a_superseded_method_stays_in_the_returns_table_but_not_in_the_verdict(tmp_path):
+    # the old A2C row (presets.SUPERSEDED) far ahead of PPO on both tasks: listed, but no rival in §6.2's verdict
+    runs = {}
+    set_scores(runs, (("clip-0.2", 101, 61), ("none", -11, 1)))
+    rows = [row(tag, env_id, seed, s) for (tag, env_id), scores in runs.items() for seed, s in enumerate(scores, 1)]
+    rows += [row("a2c", env_id, seed, 1000.0, script="reinforce_baseline.py", flags="--optimizer rmsprop")
+             for env_id in ("Hopper-v4", "Swimmer-v4") for seed in (1, 2, 3)]  # fmt: skip
+    summary = summary_of(tmp_path, rows)
+    assert summary["figure3"] == []  # PPO and nothing else to compare: no verdict
+    (method,) = [m for m in summary["tasks"]["Hopper-v4"] if m.script == "reinforce_baseline.py"]
+    assert method.superseded and summary["tasks"]["Hopper-v4"][method]["mean"] == 1000.0
+
+
 def test_intervals_resample_seeds_within_each_task():
     # Task A's runs all score 0, task B's all 1: resampling seeds within a task never changes the mean, 0.5. Resampling
     # runs pooled across tasks would draw more A's or B's and give an interval of about ±0.3
