@@ -134,3 +134,30 @@ def test_interrupted_and_resumed_run_equals_an_uninterrupted_one(tmp_path, scrip
     # (all but the speed, which differs from run to run)
     for tag in scalar_tags(whole) - {"charts/SPS"}:
         assert scalar_events(folder, tag) == scalar_events(whole, tag), tag
+
+
+@pytest.mark.parametrize("module", script_modules())
+def test_a_gpu_runs_checkpoint_holds_and_restores_the_cuda_rng(tmp_path, monkeypatch, module):
+    # On a GPU the minibatch shuffles draw from the CUDA generator: its state must be in the checkpoint and come back on
+    # resume. No GPU here, so the device is a name and torch.cuda's two RNG calls are recorded, not made.
+    from types import SimpleNamespace
+
+    import gymnasium as gym
+
+    import tests.fake_envs  # noqa: F401 (registers the chain env)
+
+    cuda = torch.device("cuda")
+    restored = []
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device: torch.tensor([7, 8, 9], dtype=torch.uint8))
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device: restored.append((state.tolist(), device)))
+    agent = SimpleNamespace(actor_logstd=SimpleNamespace(device=cuda), state_dict=dict, load_state_dict=lambda d: None)
+    optimizer = SimpleNamespace(state_dict=dict, load_state_dict=lambda d: None)
+    args = module.Args(env_id="tests.fake_envs:Chain-v0", num_steps=4)
+    envs = [gym.make(args.env_id)]
+    carry = module.start_carry(envs, args)
+    path = str(tmp_path / "checkpoint.pt")
+    module.save_checkpoint(path, args, agent, optimizer, carry, envs, global_step=4, iteration=1)
+    ckpt = torch.load(path, weights_only=True)
+    assert ckpt["cuda_rng"].tolist() == [7, 8, 9]
+    module.restore_checkpoint(ckpt, agent, optimizer, carry, envs)
+    assert restored == [([7, 8, 9], cuda)]
