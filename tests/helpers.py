@@ -29,6 +29,15 @@ def run_script(script: str, *flags: str, cwd, timeout: float = 300, wait: bool =
     return subprocess.run(cmd, cwd=cwd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout)
 
 
+def assert_one_line_error(proc, *words: str, code: int = 2) -> None:
+    """A script refused its input as the project asks: exit `code`, one line on stderr starting "error: " and naming
+    each of `words`, no traceback."""
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == code, proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and all(w in lines[0] for w in words), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def train_in_process(module, *flags: str) -> None:
     """`python script flags` without a new interpreter, whose imports take seconds: parse, validate and train in the
     current folder as the script's main does. train() owns the process when run as a script, so pytest's signal

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import cem
-from tests.helpers import only_run_dir, read_episodes, run_script
+from tests.helpers import assert_one_line_error, only_run_dir, read_episodes, run_script
 
 
 def test_refit_takes_mean_and_variance_of_the_best_scored_samples():
@@ -55,6 +55,4 @@ def test_learns_inverted_pendulum_resumes_exactly_and_evaluates(tmp_path):
 
 @pytest.mark.parametrize("flags", [["--elite-frac", "0"], ["--population-size", "0"], ["--extra-std", "-1"]])
 def test_bad_cem_flags_are_one_line_and_exit_2(tmp_path, flags):
-    proc = run_script("cem.py", *flags, cwd=tmp_path, timeout=60)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert_one_line_error(run_script("cem.py", *flags, cwd=tmp_path, timeout=60), flags[0])
