@@ -92,24 +92,39 @@ class Args:
     # value clipping is off, as in the paper's (9) (benchmark/RESULTS.md: on, InvertedDoublePendulum lost a fifth)
     orthogonal_init: bool = True
     """[not in paper] orthogonal weights (gain √2; policy head 0.01, value head 1), zero biases (ppo2; ppo1: normc)"""
+    normc_init: bool = False
+    """[not in paper] ppo1's init instead (mlp_policy.py): each unit's weights a Gaussian vector rescaled to norm 1
+    (policy head 0.01), zero biases; overrides --orthogonal-init"""
     adam_eps: float = 1e-5
     """[not in paper] Adam's epsilon (ppo2 1e-5; ppo1 at release and PyTorch 1e-8): damps steps on tiny gradients"""
     anneal_lr: bool = True
     """[not in paper for MuJoCo] anneal the stepsize linearly to 0 over training (ppo2; ppo1 at release: constant)"""
     norm_adv: bool = True
-    """[not in paper] Â to mean 0, std 1 in each minibatch (ppo2; ppo1: once over the batch): scale-free steps"""
+    """[not in paper] Â to mean 0, std 1 (ppo1, ppo2): scale-free steps; --norm-adv-scope says over what"""
+    norm_adv_scope: Literal["minibatch", "batch"] = "minibatch"
+    """[not in paper] standardize Â in each minibatch (ppo2, CleanRL) or once over the whole batch (ppo1)"""
     norm_obs: bool = True
     """[not in paper] observations by a running mean and std (ppo1, ppo2, trpo_mpi): MuJoCo's differ wildly in scale"""
     obs_clip: float = 10.0
     """[not in paper] clip normalized observations to [-obs_clip, obs_clip] (ppo2 10; ppo1 and trpo_mpi 5)"""
+    obs_std_floor: float = 0.0
+    """[not in paper] divide by max(std, obs_std_floor); 0: by sqrt(var + 1e-8) (ppo2; ppo1 and trpo_mpi 0.1)"""
+    obs_stats_update: Literal["step", "batch"] = "step"
+    """[not in paper] when the observation statistics take in new observations: after every step (ppo2's
+    VecNormalize), or once per batch, from the rollout's observations, after the advantages and before the update,
+    which then sees the batch normalized anew (ppo1: the rollout and the advantages used the old statistics)"""
     norm_reward: bool = True
     """[not in paper] rewards / a running std of the discounted return: V's targets stay near 1 (ppo2; ppo1: none)"""
     reward_clip: float = 10.0
     """[not in paper] clip scaled rewards to [-reward_clip, reward_clip] (ppo2)"""
-    max_grad_norm: float = 0.5
-    """[not in paper] clip the global gradient norm of each minibatch step to this (ppo2 0.5; ppo1: no clip)"""
+    max_grad_norm: Optional[float] = 0.5
+    """[not in paper] clip the global gradient norm of each minibatch step to this (ppo2 0.5); None or inf: no clip
+    (ppo1)"""
     clip_vloss: bool = False
     """[not in paper] clip V's change like the ratio (ppo1 at release, ppo2); off: with it 2 of 3 IDP runs fell"""
+    clip_actions: bool = True
+    """[not in paper] the env sees the sampled action clipped to its bounds (CleanRL); off, it sees the sample itself,
+    as in ppo1 and ppo2, and MuJoCo charges its control cost on the unclipped action"""
     bootstrap_truncated: bool = True
     """[ours] bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as ppo1, ppo2
     and CleanRL do"""
@@ -125,18 +140,23 @@ NUMPY_ACTIVATIONS = {nn.Tanh: np.tanh, nn.ReLU: lambda x: np.maximum(x, 0), nn.I
 class Agent(nn.Module):
     """Separate policy and value MLPs of 2x64 tanh units (§6.1); Gaussian policy with a state-independent log-std."""
 
-    def __init__(self, obs_dim: int, act_dim: int, orthogonal: bool = True):
+    def __init__(self, obs_dim: int, act_dim: int, orthogonal: bool = True, normc: bool = False):
         super().__init__()
 
         def linear(in_dim: int, out_dim: int, std: float) -> nn.Linear:
             layer = nn.Linear(in_dim, out_dim)
-            if orthogonal:  # [not in paper] orthogonal weights with gain std, zero biases
+            if normc:  # [not in paper] ppo1: each unit's incoming weights a Gaussian vector of norm std, zero biases
+                with torch.no_grad():
+                    weight = torch.randn(out_dim, in_dim)
+                    layer.weight.copy_(weight * std / weight.norm(dim=1, keepdim=True))
+                nn.init.constant_(layer.bias, 0.0)
+            elif orthogonal:  # [not in paper] orthogonal weights with gain std, zero biases
                 nn.init.orthogonal_(layer.weight, std)
                 nn.init.constant_(layer.bias, 0.0)
             return layer
 
         def mlp(out_dim: int, out_std: float) -> nn.Sequential:
-            hidden = math.sqrt(2)
+            hidden = 1.0 if normc else math.sqrt(2)  # ppo1's hidden layers: norm 1
             return nn.Sequential(
                 linear(obs_dim, 64, hidden), nn.Tanh(), linear(64, 64, hidden), nn.Tanh(), linear(64, out_dim, out_std)
             )
@@ -340,12 +360,37 @@ def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: 
         return obs.astype(np.float32)
     if update:
         obs_rms.update(obs)
-    obs = (obs - obs_rms.mean) / np.sqrt(obs_rms.var + 1e-8)
+    if args.obs_std_floor:  # [not in paper] ppo1: std = sqrt(max(var, floor²))
+        obs = (obs - obs_rms.mean) / np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2))
+    else:
+        obs = (obs - obs_rms.mean) / np.sqrt(obs_rms.var + 1e-8)
     return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
+
+
+def refresh_obs_stats(rollout: dict, carry, args: Args) -> None:
+    """[not in paper] --obs-stats-update batch, ppo1's order: the rollout acted, and the advantages were estimated, on
+    observations normalized by the statistics of before the rollout; now the statistics take in the rollout's
+    observations, and the batch (for π_old's log-probs and the update) and the next rollout's first observation are
+    normalized anew."""
+    raw = rollout["raw_obs"]  # (T, N, obs_dim)
+    carry.obs_rms.update(raw.reshape((-1,) + raw.shape[2:]))
+    rollout["obs"] = normalize_obs(raw, carry.obs_rms, args, update=False)
+    carry.next_obs = normalize_obs(carry.raw_next_obs, carry.obs_rms, args, update=False)
+
+
+def env_actions(actions: np.ndarray, space: gym.spaces.Box, args: Args) -> np.ndarray:
+    """What the env is given for the sampled (or mean) actions: clipped to its bounds, unless --no-clip-actions."""
+    return actions.clip(space.low, space.high) if args.clip_actions else actions
 
 
 # The carry's arrays, which a checkpoint holds besides its running statistics
 CARRIED = ("next_obs", "discounted_return", "episode_return", "episode_length")
+
+
+def carried(args: Args) -> tuple:
+    """The carry's arrays a checkpoint holds: with --obs-stats-update batch, also the last raw observations, which
+    the statistics' next update and the next normalization need."""
+    return CARRIED + (("raw_next_obs",) if args.obs_stats_update == "batch" else ())
 
 
 def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
@@ -356,7 +401,8 @@ def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
     carry = SimpleNamespace(obs_rms=RunningMeanStd(space.shape), ret_rms=RunningMeanStd())
     carry.discounted_return, carry.episode_return, carry.episode_length = np.zeros((3, args.num_envs))
     first_obs = np.array([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)], dtype=space.dtype)
-    carry.next_obs = normalize_obs(first_obs, carry.obs_rms, args)
+    carry.raw_next_obs = first_obs
+    carry.next_obs = normalize_obs(first_obs, carry.obs_rms, args, update=args.obs_stats_update == "step")
     return carry
 
 
@@ -364,6 +410,7 @@ def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: in
     """Algorithm 1's "run policy π_θold for T timesteps" in each env, resetting an env in the step its episode ends:
     every stored transition is real. Finished episodes go to `episodes` as (global_step, return, length)."""
     T, N = args.num_steps, args.num_envs
+    step_stats = args.obs_stats_update == "step"  # else the statistics stay as they are until refresh_obs_stats
     obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
     final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
     actions = np.zeros((T, N) + envs[0].action_space.shape, dtype=np.float32)  # (T, N, act_dim)
@@ -371,16 +418,19 @@ def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: in
     terminated, truncated = np.zeros((2, T, N), dtype=bool)
     # a = μ(s) + σ z with z ~ N(0, I): σ is fixed for the rollout, so draw all the noise at once (no per-step tensors)
     noise = torch.randn(actions.shape).numpy() * agent.actor_logstd.detach().exp().cpu().numpy()
-    low, high, space = envs[0].action_space.low, envs[0].action_space.high, envs[0].observation_space
+    space = envs[0].observation_space
     raw_obs, raw_final_obs = np.zeros((2, N) + space.shape, space.dtype)  # (N, obs_dim) each, as the envs return them
     raw_reward = np.zeros(N)
+    rollout_raw_obs = None if step_stats else np.zeros((T,) + raw_obs.shape, space.dtype)  # (T, N, obs_dim)
     policy_mean = agent.numpy_mean()  # θ_old is frozen for the whole rollout
     for step in range(T):
         obs[step] = carry.next_obs
+        if not step_stats:
+            rollout_raw_obs[step] = carry.raw_next_obs
         actions[step] = policy_mean(carry.next_obs) + noise[step]
-        clipped = actions[step].clip(low, high)  # the env sees the action clipped; the buffer keeps it for log π(a|s)
+        given = env_actions(actions[step], envs[0].action_space, args)  # the buffer keeps the sample, for log π(a|s)
         for i, env in enumerate(envs):
-            raw_obs[i], raw_reward[i], terminated[step, i], truncated[step, i], _ = env.step(clipped[i])
+            raw_obs[i], raw_reward[i], terminated[step, i], truncated[step, i], _ = env.step(given[i])
             if terminated[step, i] or truncated[step, i]:  # keep the real final observation, then begin a new episode
                 raw_final_obs[i] = raw_obs[i]
                 raw_obs[i] = env.reset()[0]
@@ -399,9 +449,11 @@ def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: in
                 if truncated[step, i]:
                     final_obs[step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, update=False)[0]
             carry.episode_return[done], carry.episode_length[done], carry.discounted_return[done] = 0, 0, 0
-        carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args)
-    return {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
-            "terminated": terminated, "truncated": truncated}  # fmt: skip
+        carry.raw_next_obs = raw_obs.copy()
+        carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args, update=step_stats)
+    rollout = {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
+               "terminated": terminated, "truncated": truncated}  # fmt: skip
+    return rollout if step_stats else {**rollout, "raw_obs": rollout_raw_obs}
 
 
 def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
@@ -418,10 +470,12 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
     return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
-def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: np.ndarray) -> dict:
+def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: np.ndarray, args: Args) -> dict:
     """The (T, N) rollout as a batch of B = NT samples, with π_θold's means and log-probs in one forward pass. Each
     tensor whose first dimension is B is a per-sample column: the update shuffles and slices every one of them, so a
-    column added here reaches each minibatch as mb[key]."""
+    column added here reaches each minibatch as mb[key]. The returns are Â + V(s_t) as the advantages saw it; V_old,
+    which value clipping keeps V near, is V at the batch's observations as the update sees them (ppo1's oldpi.vpred:
+    other numbers only after refresh_obs_stats renormalized them)."""
     device = agent.actor_logstd.device
     obs = torch.from_numpy(rollout["obs"].reshape(advantages.size, -1)).to(device)  # (B, obs_dim)
     actions = torch.from_numpy(rollout["actions"].reshape(advantages.size, -1)).to(device)  # (B, act_dim)
@@ -429,10 +483,11 @@ def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: n
         means = agent.actor_mean(obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
         logstd = agent.actor_logstd.detach().clone()
         logprobs = gaussian_log_prob(actions, means, logstd)  # (B,)
-    b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
-    b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
+        b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
+        b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
+        old_values = b_values if args.obs_stats_update == "step" else agent.value(obs)  # (B,)
     return {"obs": obs, "actions": actions, "logprobs": logprobs, "means": means, "logstd": logstd,
-            "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values}  # fmt: skip
+            "advantages": b_advantages, "values": old_values, "returns": b_advantages + b_values}  # fmt: skip
 
 
 # ALGO LOGIC: the update (Algorithm 1, step 3)
@@ -444,11 +499,14 @@ def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_b
     value_clip = args.clip_coef if args.clip_vloss else None
     uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
     batch_size = len(batch["advantages"])
+    columns = dict(batch)  # the update's copy: the diagnostics below score the raw advantages
+    if args.norm_adv and args.norm_adv_scope == "batch":  # [not in paper] ppo1: once over the batch, one row of B
+        columns["advantages"] = normalize_advantages(batch["advantages"], batch_size)
     for _epoch in range(args.update_epochs):
         # shuffle every per-sample column once per epoch, then cut it into minibatches: views, not gathers
         perm = torch.randperm(batch_size, device=batch["advantages"].device)
-        shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}
-        if args.norm_adv:
+        shuffled = {key: column[perm] for key, column in columns.items() if column.shape[:1] == (batch_size,)}
+        if args.norm_adv and args.norm_adv_scope == "minibatch":
             shuffled["advantages"] = normalize_advantages(shuffled["advantages"], args.minibatch_size)
         for start in range(0, batch_size, args.minibatch_size):
             mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
@@ -462,9 +520,9 @@ def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_b
             loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
             flat_params.grad.zero_()
             loss.backward()
-            # [not in paper] clip the global gradient norm: g ← g · min(1, max_grad_norm / ‖g‖)
-            grad_norm = torch.linalg.vector_norm(flat_params.grad)
-            flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
+            if args.max_grad_norm is not None:  # [not in paper] clip the global norm: g ← g · min(1, max / ‖g‖)
+                grad_norm = torch.linalg.vector_norm(flat_params.grad)
+                flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
             optimizer.step()
     return diagnostics(agent, batch, kl_beta, value_clip, args)
 
@@ -504,7 +562,8 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
     envs = make_envs(args, run_dir)
-    agent = Agent(envs[0].observation_space.shape[0], envs[0].action_space.shape[0], args.orthogonal_init).to(device)
+    obs_dim, act_dim = envs[0].observation_space.shape[0], envs[0].action_space.shape[0]
+    agent = Agent(obs_dim, act_dim, args.orthogonal_init, args.normc_init).to(device)
     flat_params = flatten_parameters(agent)  # all weights in one tensor: one Adam call per step, not one per layer
     optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps, fused=True)
     carry = start_carry(envs, args)
@@ -527,7 +586,9 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
 
         # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T, and the batch with π_θold's log-probs
         advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
-        batch = flatten_batch(agent, rollout, advantages, values)
+        if args.obs_stats_update == "batch":
+            refresh_obs_stats(rollout, carry, args)
+        batch = flatten_batch(agent, rollout, advantages, values, args)
 
         # ALG STEP 3: optimize the surrogate L wrt θ, with K epochs and minibatch size M ≤ NT; then θ_old ← θ
         metrics = update(agent, flat_params, optimizer, batch, kl_beta, args)
@@ -591,14 +652,19 @@ def make_env_or_fail(env_id: str, flag: str, **kwargs) -> gym.Env:
 def validate(args: Args) -> None:
     """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
     for name, value in vars(args).items():  # inf and nan pass every comparison below, or none
-        if isinstance(value, float) and not math.isfinite(value):
+        no_clip = name == "max_grad_norm" and value == math.inf  # the one flag where inf means something: no clip
+        if isinstance(value, float) and not math.isfinite(value) and not no_clip:
             fail(f"--{name.replace('_', '-')} must be a finite number, got {value}")
     if not 0 <= args.seed < 2**32:  # NumPy's seed range
         fail(f"--seed must lie in [0, 2**32), got {args.seed}")
     for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "learning_rate",
-                 "clip_coef", "kl_target", "adam_eps", "obs_clip", "reward_clip", "max_grad_norm"):  # fmt: skip
+                 "clip_coef", "kl_target", "adam_eps", "obs_clip", "reward_clip"):  # fmt: skip
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.max_grad_norm is not None and not args.max_grad_norm > 0:
+        fail(f"--max-grad-norm must be positive (or None: no clip), got {args.max_grad_norm}")
+    if not args.obs_std_floor >= 0:
+        fail(f"--obs-std-floor must be >= 0, got {args.obs_std_floor}")
     if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
         fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
     batch_size = args.num_envs * args.num_steps
@@ -606,7 +672,7 @@ def validate(args: Args) -> None:
         fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
     if args.total_timesteps < batch_size:
         fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
-    if args.norm_adv and args.minibatch_size < 2:  # the std of one sample is nan
+    if args.norm_adv and args.norm_adv_scope == "minibatch" and args.minibatch_size < 2:  # one sample's std is nan
         fail("--norm-adv standardizes Â within each minibatch, which needs --minibatch-size >= 2 (or --no-norm-adv)")
     env = make_env_or_fail(args.env_id, "--env-id")
     if not isinstance(env.action_space, gym.spaces.Box):
@@ -682,7 +748,7 @@ def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs:
     torch.save({
         "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
         "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
-        **{name: torch.from_numpy(getattr(carry, name)) for name in CARRIED},
+        **{name: torch.from_numpy(getattr(carry, name)) for name in carried(args)},
         "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(), **cuda_rng,
     }, path + ".tmp")  # fmt: skip
     os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
@@ -693,7 +759,7 @@ def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -
     optimizer.load_state_dict(ckpt["optimizer"])
     carry.obs_rms.load(ckpt["obs_rms"])
     carry.ret_rms.load(ckpt["ret_rms"])
-    vars(carry).update({name: ckpt[name].numpy() for name in CARRIED})
+    vars(carry).update({name: ckpt[name].numpy() for name in carried(ckpt["args"])})
     for env, state in zip(envs, ckpt["envs"]):
         set_env_state(env, state)
     torch.set_rng_state(ckpt["torch_rng"])
@@ -754,7 +820,7 @@ def evaluate(args: Args) -> list:
         done, total = False, 0.0
         while not done:
             action = policy_mean(normalize_obs(obs[None], obs_rms, saved, update=False))[0]
-            obs, reward, terminated, truncated, _ = env.step(action.clip(env.action_space.low, env.action_space.high))
+            obs, reward, terminated, truncated, _ = env.step(env_actions(action, env.action_space, saved))
             total, done = total + float(reward), terminated or truncated
         returns.append(total)
     mean, std = np.mean(returns), np.std(returns)

@@ -23,8 +23,8 @@ import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Short runs that reach every branch of the shared skeleton: one env and several, terminations and time-limit
-# truncations (HalfCheetah's 1000 steps), every objective of Table 1, and the Figure 3 flag sets of vanilla PG,
-# A2C and A2C + trust region, and CEM
+# truncations (HalfCheetah's 1000 steps), every objective of Table 1, ppo1's details, and the Figure 3 flag sets of
+# vanilla PG, A2C and A2C + trust region, and CEM
 CASES = {
     "ppo_continuous.py": [
         "--env-id Hopper-v4 --total-timesteps 20480",
@@ -32,6 +32,11 @@ CASES = {
         "--env-id HalfCheetah-v4 --num-envs 2 --num-steps 1024 --total-timesteps 4096 --objective kl-adaptive",
         "--env-id InvertedDoublePendulum-v4 --num-envs 3 --num-steps 512 --total-timesteps 6144 --clip-vloss"
         " --objective kl-fixed --kl-beta 3",
+        # ppo1's details (benchmark/presets.py PPO1), the table1-ppo1 grid's, on 2 envs with time-limit truncations
+        "--env-id HalfCheetah-v4 --num-envs 2 --num-steps 1024 --total-timesteps 6144 --objective none --obs-clip 5"
+        " --obs-std-floor 0.1 --obs-stats-update batch --norm-adv-scope batch --max-grad-norm None --no-norm-reward"
+        " --no-anneal-lr --adam-eps 1e-8 --clip-vloss --vf-coef 0.5 --no-bootstrap-truncated --normc-init"
+        " --no-clip-actions",
     ],
     "trpo.py": [
         "--env-id Hopper-v4 --total-timesteps 10240",

@@ -77,6 +77,39 @@ TABLE1 = [
 ]
 
 
+# ppo1: the code released with the paper, openai/baselines' pposgd at commit da99706 (2017-07-20, "ppo and trpo"),
+# MuJoCo as its run_mujoco.py ran it. Table 3's values are the script's defaults and run_mujoco.py's (2048 steps,
+# clip 0.2, entcoeff 0, 10 epochs, Adam 3e-4, minibatch 64, gamma 0.99, lambda 0.95, 64x2 tanh), so only the
+# implementation details differ from ppo_continuous.py's defaults; each flag and where ppo1 has it:
+# --obs-clip 5, --obs-std-floor 0.1: mlp_policy.py clips (ob - mean) / std to ±5; common/mpi_running_mean_std.py
+#   has std = sqrt(max(sumsq/count - mean², 1e-2))
+# --obs-stats-update batch: pposgd_simple.py calls pi.ob_rms.update(ob) once per batch, after the advantages (from
+#   the rollout's vpred) and before assign_old_eq_new, so oldpi takes the new statistics: π_old and V_old are scored
+#   at the renormalized batch
+# --norm-adv-scope batch: pposgd_simple.py, atarg = (atarg - atarg.mean()) / atarg.std(), once per batch
+# --max-grad-norm None: pposgd_simple.py, adam.update(g, ...) on the raw flat gradient
+# --no-norm-reward: run_mujoco.py's env is gym.make + bench.Monitor, no reward wrapper
+# --no-anneal-lr: run_mujoco.py leaves schedule='constant' (lrmult 1: the stepsize and the clip ε stay fixed)
+# --adam-eps 1e-8: common/mpi_adam.py, MpiAdam(epsilon=1e-08)
+# --clip-vloss --vf-coef 0.5: pposgd_simple.py, vf_loss = .5 * mean(max((V - R)², (V_clipped - R)²)) with V clipped
+#   to oldpi.vpred ± clip_param, added to the loss with weight 1: in (9)'s terms c1 = 0.5 on (V - V_targ)². π and V
+#   are separate networks there and Adam's steps are scale-free, so c1 hardly matters
+# --no-bootstrap-truncated: pposgd_simple.py, the time limit's done ends the GAE sum as a termination does
+# --normc-init: mlp_policy.py, U.dense(..., normc_initializer(1.0)), 0.01 for the policy head, zero biases
+#   (common/tf_util.py), log-std 0
+# --no-clip-actions: pposgd_simple.py, env.step(ac) with the sampled action, unclipped
+# Not reproduced: ppo1's running statistics start at count 1e-2 (ours 1e-4; both mean 0, var 1, so the same first
+# rollout), its Adam puts ε beside sqrt(v) before the bias correction (ours after: a shift of ε's size only), and
+# the std of its advantage standardization divides by n (ours n - 1: a factor 1.0002 at 2048).
+PPO1 = (
+    "--obs-clip 5 --obs-std-floor 0.1 --obs-stats-update batch --norm-adv-scope batch --max-grad-norm None"
+    " --no-norm-reward --no-anneal-lr --adam-eps 1e-8 --clip-vloss --vf-coef 0.5 --no-bootstrap-truncated"
+    " --normc-init --no-clip-actions"
+)
+# The Table 1 settings run with ppo1's details (issue #29): no clipping and clip 0.2, then, as time allows, the others
+PPO1_SETTINGS = ["none", "clip-0.2", "clip-0.1", "clip-0.3", "kl-adaptive-0.01"]
+
+
 # Figure 3's vanilla policy gradient "with adaptive stepsize" (the paper's footnote to §6.2, which points to the
 # Berkeley deep RL course's homework 4): after each batch the Adam stepsize is divided by 1.5 when KL[π_old, π] > 2 x
 # target and multiplied by 1.5 when KL < target / 2 (--adaptive-lr); hw4's target 2e-3 and initial stepsize 1e-3;
@@ -124,6 +157,20 @@ PRESETS = {
     "table1": Preset(
         "Table 1: the 11 surrogate objectives of §6.1 on ppo_continuous.py, 7 MuJoCo tasks x 3 seeds, 1M steps",
         [Method("ppo_continuous.py", s.tag, s.flags, s.label) for s in TABLE1],
+        MUJOCO_TASKS,
+        [1, 2, 3],
+        1_000_000,
+    ),
+    # Table 1 with the code-level details of ppo1 at the paper's release (PPO1 above); tags "ppo1-" + Table 1's tag
+    "table1-ppo1": Preset(
+        "Table 1 with ppo1's code-level details (baselines pposgd, July 2017): no clipping and clip 0.2 first, then"
+        " clip 0.1, 0.3 and adaptive KL 0.01, 7 MuJoCo tasks x 3 seeds, 1M steps",
+        [
+            Method("ppo_continuous.py", f"ppo1-{s.tag}", f"{PPO1} {s.flags}", f"{s.label}, ppo1's details")
+            for tag in PPO1_SETTINGS
+            for s in TABLE1
+            if s.tag == tag
+        ],
         MUJOCO_TASKS,
         [1, 2, 3],
         1_000_000,

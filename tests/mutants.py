@@ -102,8 +102,8 @@ BREAKS = [
           "ppo_continuous: numpy_mean reads ReLU as tanh and its probe check is off",
           also=(("if np.abs(policy_mean(probe) - expected).max() > 1e-4 *", "if False and 1e-4 *"),)),
     Break("ppo_continuous.py",
-          "shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}",
-          'shuffled = {key: batch[key][perm] for key in ("obs", "actions", "logprobs", "means", "advantages", '
+          "shuffled = {key: column[perm] for key, column in columns.items() if column.shape[:1] == (batch_size,)}",
+          'shuffled = {key: columns[key][perm] for key in ("obs", "actions", "logprobs", "means", "advantages", '
           '"values", "returns")}', "ppo_continuous: the minibatches carry a fixed list of columns"),
     # Figure 3's last two methods: CEM, and A2C with ACER's trust region and TensorFlow's RMSProp
     Break("cem.py", "torch.argsort(scores, descending=True)", "torch.argsort(scores, descending=False)",
@@ -114,6 +114,19 @@ BREAKS = [
           "gaussian_kl(*phi, average_mean, average_logstd)", "reinforce_baseline: the trust region's KL turned around"),
     Break("reinforce_baseline.py", 'state["square_avg"] = torch.ones_like(p)',
           'state["square_avg"] = torch.zeros_like(p)', "reinforce_baseline: TF RMSProp's mean square starts at 0"),
+    # ppo1's code-level details as flags of ppo_continuous.py (tests/test_ppo1_details.py)
+    Break("ppo_continuous.py", "weight.norm(dim=1, keepdim=True)", "weight.norm(dim=0, keepdim=True)",
+          "ppo_continuous: normc scales each input's weights, not each unit's"),
+    Break("ppo_continuous.py", "np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2))", "np.sqrt(obs_rms.var + 1e-8)",
+          "ppo_continuous: the observation std floor ignored"),
+    Break("ppo_continuous.py", "carry.obs_rms.update(raw.reshape((-1,) + raw.shape[2:]))", "pass",
+          "ppo_continuous: the batch's observations never reach the statistics"),
+    Break("ppo_continuous.py", 'columns["advantages"] = normalize_advantages(batch["advantages"], batch_size)',
+          'columns["advantages"] = batch["advantages"]', "ppo_continuous: --norm-adv-scope batch does not normalize"),
+    Break("ppo_continuous.py", "if args.clip_actions else actions", "if True else actions",
+          "ppo_continuous: --no-clip-actions still clips"),
+    Break("ppo_continuous.py", 'old_values = b_values if args.obs_stats_update == "step" else agent.value(obs)',
+          "old_values = b_values", "ppo_continuous: V_old from the old statistics with --obs-stats-update batch"),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -130,6 +143,7 @@ FAST_TESTS = [
     "tests/test_atari.py::test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept",
     "tests/test_atari_protocol.py::test_the_forced_fire_steps_do_not_enter_the_policy_loss",
     "tests/test_cem.py::test_refit_takes_mean_and_variance_of_the_best_scored_samples",
+    "tests/test_ppo1_details.py",
     "tests/test_reinforce.py::test_tensorflow_rmsprop_first_steps_match_the_closed_form",
     "tests/test_reinforce.py::test_trust_region_step_leaves_a_small_step_and_cuts_a_large_one_to_the_bound",
     "tests/test_reinforce.py::test_trust_region_gradients_wrt_the_gaussians_statistics",
