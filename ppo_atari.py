@@ -101,6 +101,10 @@ class Args:
     pass the Breakout 1M-step target (benchmark/RESULTS.md)"""
     ent_coef: float = 0.01
     """c2 of (9): entropy bonus (Table 5: 0.01)"""
+    network: Literal["nature", "a3c"] = "nature"
+    """§6.4: "we used the same policy network architecture as [Mni+16]" (A3C's: conv 16 8x8 stride 4, conv 32 4x4
+    stride 2, fully connected 256). nature: the Nature CNN (conv 32-64-64, fully connected 512), which the code
+    released with the paper (baselines' CnnPolicy) and CleanRL use, and so every public figure we compare with"""
 
     # Implementation details [not in paper]. The defaults are openai/baselines ppo2's (November 2017), as CleanRL's;
     # the code released with the paper (baselines ppo1, July 2017) differs where a flag says so
@@ -124,8 +128,10 @@ class Args:
     sticky_actions: Optional[float] = None
     """probability that the emulator repeats the last action at each frame (Machado et al. 2018); None: the id's own,
     as ale-py registers it in gymnasium: 0.25 for ALE/...-v5 and -v0 ids, 0 for -v4 ids and bare names (the paper)"""
-    max_episode_frames: int = 108_000
-    """[not in paper] truncate a game after this many frames (108,000 = 30 minutes, ale-py's gymnasium registration)"""
+    max_episode_frames: Optional[int] = None
+    """[not in paper] truncate a game after this many frames; None: the id's own. The paper's NoFrameskip-v4 ids (gym
+    0.9, 2017) stopped a game after frameskip x 100,000 frames: 400,000 (SpaceInvaders, frameskip 3: 300,000), as do
+    -v4 ids and bare names here; ALE/...-v5 ids: 108,000 (30 minutes, Machado et al. 2018, ale-py's registration)"""
     env_threads: int = 2
     """C++ threads of ale-py's vector env"""
     torch_threads: int = 2
@@ -150,23 +156,36 @@ def layer_init(layer: nn.Module, std: float, orthogonal: bool) -> nn.Module:
 
 
 class Agent(nn.Module):
-    """The Nature CNN (Mnih et al. 2015) as a shared trunk, with a softmax policy head and a value head."""
+    """A CNN trunk shared by a softmax policy head and a value head: the Nature CNN (Mnih et al. 2015), or A3C's
+    smaller one (Mnih et al. 2016), which §6.4 names."""
 
-    def __init__(self, num_actions: int, orthogonal: bool = True):
+    def __init__(self, num_actions: int, orthogonal: bool = True, network: str = "nature"):
         super().__init__()
-        self.network = nn.Sequential(
-            layer_init(nn.Conv2d(4, 32, 8, stride=4), math.sqrt(2), orthogonal),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(32, 64, 4, stride=2), math.sqrt(2), orthogonal),
-            nn.ReLU(),
-            layer_init(nn.Conv2d(64, 64, 3, stride=1), math.sqrt(2), orthogonal),
-            nn.ReLU(),
-            nn.Flatten(),
-            layer_init(nn.Linear(64 * 7 * 7, 512), math.sqrt(2), orthogonal),
-            nn.ReLU(),
-        )
-        self.actor = layer_init(nn.Linear(512, num_actions), 0.01, orthogonal)  # near-uniform π at the start
-        self.critic = layer_init(nn.Linear(512, 1), 1.0, orthogonal)
+        if network == "a3c":
+            self.network = nn.Sequential(
+                layer_init(nn.Conv2d(4, 16, 8, stride=4), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(16, 32, 4, stride=2), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+                nn.Flatten(),
+                layer_init(nn.Linear(32 * 9 * 9, 256), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+            )
+        else:
+            self.network = nn.Sequential(
+                layer_init(nn.Conv2d(4, 32, 8, stride=4), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(32, 64, 4, stride=2), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+                layer_init(nn.Conv2d(64, 64, 3, stride=1), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+                nn.Flatten(),
+                layer_init(nn.Linear(64 * 7 * 7, 512), math.sqrt(2), orthogonal),
+                nn.ReLU(),
+            )
+        width = [m for m in self.network if isinstance(m, nn.Linear)][-1].out_features  # the trunk's: 512 or 256
+        self.actor = layer_init(nn.Linear(width, num_actions), 0.01, orthogonal)  # near-uniform π at the start
+        self.critic = layer_init(nn.Linear(width, 1), 1.0, orthogonal)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits and V(s) of uint8 frames (B, 4, 84, 84), scaled to [0, 1] here so that buffers stay uint8."""
@@ -345,6 +364,17 @@ def sticky_actions(args: Args) -> float:
     return 0.25 if re.search(r"-v[05]$", args.env_id) else 0.0
 
 
+def episode_frame_limit(args: Args) -> int:
+    """--max-episode-frames, or the id's own: gym 0.9 registered each NoFrameskip-v4 id with max_episode_steps =
+    frameskip x 100,000, the frameskip of its Deterministic twin (3 for SpaceInvaders, 4 for the rest); ale-py
+    registers its ALE/...-v5 ids with max_num_frames_per_episode = 108,000. A bare name gets the paper's limit."""
+    if args.max_episode_frames is not None:
+        return args.max_episode_frames
+    if re.search(r"-v5$", args.env_id):
+        return 108_000
+    return (3 if atari_game(args.env_id) == "space_invaders" else 4) * 100_000
+
+
 def make_envs(args: Args, run_dir: str) -> AtariVectorEnv:
     """ale-py's vector env: preprocessing in C++ threads, about 3x faster than gymnasium's Python wrappers.
 
@@ -417,7 +447,7 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
     terminated = np.zeros((T, N), dtype=bool)
     truncated = np.zeros((T, N), dtype=bool)
     served = np.zeros((T, N), dtype=bool)  # the action was the forced FIRE, not π's
-    max_steps = math.ceil(args.max_episode_frames / FRAME_SKIP)  # ale-py's rule: truncate once steps × 4 >= frames
+    max_steps = math.ceil(episode_frame_limit(args) / FRAME_SKIP)  # ale-py's rule: truncate once steps × 4 >= frames
     # a ~ π(·|s) by the Gumbel-max trick, argmax(logits + g): all the noise g ~ Gumbel(0, 1) drawn at once
     gumbel = -torch.empty(logits.shape).exponential_().log().numpy()
     for step in range(T):
@@ -583,7 +613,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     torch.set_num_threads(args.torch_threads)
 
     envs = make_envs(args, run_dir)
-    agent = Agent(envs.single_action_space.n, args.orthogonal_init).to(device)
+    agent = Agent(envs.single_action_space.n, args.orthogonal_init, args.network).to(device)
     flat_params = flatten_parameters(agent)  # all weights in one tensor: one Adam call per step, not one per layer
     optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps, fused=True)
     global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
@@ -671,11 +701,13 @@ def validate(args: Args) -> None:
         fail(f"--seed must lie in [0, 2**32), got {args.seed}")
     for name in ("total_timesteps", "num_envs", "num_steps", "minibatch_size", "update_epochs", "save_interval",
                  "eval_episodes", "learning_rate", "clip_coef", "kl_target", "adam_eps", "env_threads",
-                 "torch_threads", "max_grad_norm", "max_episode_frames"):  # fmt: skip
+                 "torch_threads", "max_grad_norm"):  # fmt: skip
         if not getattr(args, name) > 0:
             fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
         fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
+    if args.max_episode_frames is not None and not args.max_episode_frames > 0:
+        fail(f"--max-episode-frames must be positive (or None: the id's own), got {args.max_episode_frames}")
     if args.sticky_actions is not None and not 0 <= args.sticky_actions <= 1:
         fail(f"--sticky-actions is a probability in [0, 1], got {args.sticky_actions}")
     batch_size = args.num_envs * args.num_steps
@@ -819,7 +851,7 @@ def evaluate(args: Args) -> list:
     check_game(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}")
     envs = make_envs(saved, run_dir="")
     torch.set_num_threads(saved.torch_threads)
-    agent = Agent(envs.single_action_space.n)
+    agent = Agent(envs.single_action_space.n, network=saved.network)
     agent.load_state_dict(ckpt["agent"])
     obs, info = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
     generator = torch.Generator().manual_seed(saved.seed + 10_000)  # the sampling's own RNG: the same games each time
@@ -838,7 +870,7 @@ def evaluate(args: Args) -> list:
         lengths += 1
         serve = (info["lives"] < lives) & ~terminated & saved.fire_on_life_loss & (fire >= 0)
         lives = info["lives"].copy()
-        finished |= terminated | (lengths * FRAME_SKIP >= saved.max_episode_frames)
+        finished |= terminated | (lengths * FRAME_SKIP >= episode_frame_limit(saved))
     mean, std, kind = scores.mean(), scores.std(), "greedy" if args.eval_greedy else "sampled"
     print(f"eval {saved.env_id} ({kind}): mean return {mean:.2f} +- {std:.2f} over {len(scores)} games")
     return scores.tolist()

@@ -127,6 +127,14 @@ BREAKS = [
           "ppo_continuous: --no-clip-actions still clips"),
     Break("ppo_continuous.py", 'old_values = b_values if args.obs_stats_update == "step" else agent.value(obs)',
           "old_values = b_values", "ppo_continuous: V_old from the old statistics with --obs-stats-update batch"),
+    # Atari at the paper's scale: the frame limit of the paper's ids, and §6.4's network
+    Break("ppo_atari.py", "return (3 if atari_game(args.env_id) == \"space_invaders\" else 4) * 100_000",
+          "return 108_000", "ppo_atari: v4 ids get today's 108,000-frame limit"),
+    Break("ppo_atari.py", "max_steps = math.ceil(episode_frame_limit(args) / FRAME_SKIP)",
+          "max_steps = math.ceil(108_000 / FRAME_SKIP)", "ppo_atari: the rollout ignores the id's frame limit"),
+    Break("ppo_atari.py", "layer_init(nn.Conv2d(4, 16, 8, stride=4)", "layer_init(nn.Conv2d(4, 32, 8, stride=4)",
+          "ppo_atari: the a3c network's first conv has 32 filters",
+          also=(("layer_init(nn.Conv2d(16, 32, 4, stride=2)", "layer_init(nn.Conv2d(32, 32, 4, stride=2)"),)),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -144,6 +152,9 @@ FAST_TESTS = [
     "tests/test_atari_protocol.py::test_the_forced_fire_steps_do_not_enter_the_policy_loss",
     "tests/test_cem.py::test_refit_takes_mean_and_variance_of_the_best_scored_samples",
     "tests/test_ppo1_details.py",
+    "tests/test_atari_protocol.py::test_the_frame_limit_follows_the_id_and_the_flag_overrides",
+    "tests/test_atari_protocol.py::test_the_rollout_truncates_at_the_ids_limit",
+    "tests/test_atari.py::test_the_a3c_network_is_the_one_section_6_4_names",
     "tests/test_reinforce.py::test_tensorflow_rmsprop_first_steps_match_the_closed_form",
     "tests/test_reinforce.py::test_trust_region_step_leaves_a_small_step_and_cuts_a_large_one_to_the_bound",
     "tests/test_reinforce.py::test_trust_region_gradients_wrt_the_gaussians_statistics",

@@ -16,9 +16,9 @@ TINY = ["--num-envs", "2", "--num-steps", "32", "--minibatch-size", "32", "--upd
         "--torch-threads", "1", "--env-threads", "1"]  # fmt: skip
 
 
-@pytest.mark.parametrize("env_id", ["BreakoutNoFrameskip-v4", "ALE/Pong-v5"])
-def test_a_few_iterations_run_with_finite_losses_and_the_alpha_schedule(tmp_path, env_id):
-    proc = run_script("ppo_atari.py", "--env-id", env_id, *TINY, cwd=tmp_path, timeout=300)
+@pytest.mark.parametrize("env_id, network", [("BreakoutNoFrameskip-v4", "nature"), ("ALE/Pong-v5", "a3c")])
+def test_a_few_iterations_run_with_finite_losses_and_the_alpha_schedule(tmp_path, env_id, network):
+    proc = run_script("ppo_atari.py", "--env-id", env_id, "--network", network, *TINY, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
     folder = only_run_dir(tmp_path)
     ckpt = torch.load(os.path.join(folder, "checkpoint.pt"), weights_only=True)
@@ -30,6 +30,11 @@ def test_a_few_iterations_run_with_finite_losses_and_the_alpha_schedule(tmp_path
     alpha = [1.0, 0.75, 0.5, 0.25]
     assert scalars(folder, "charts/learning_rate") == pytest.approx([2.5e-4 * a for a in alpha])
     assert scalars(folder, "charts/clip_coef") == pytest.approx([0.1 * a for a in alpha])
+    assert ckpt["agent"]["actor.weight"].shape[1] == {"nature": 512, "a3c": 256}[network]
+    # the checkpoint's network is the one --eval-checkpoint builds
+    path = os.path.join(folder, "checkpoint.pt")
+    proc = run_script("ppo_atari.py", "--eval-checkpoint", path, "--eval-episodes", "1", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0 and "over 1 games" in proc.stdout, proc.stderr
 
 
 def test_alpha_falls_linearly_from_one():
@@ -157,6 +162,19 @@ def test_a_life_loss_stops_bootstrapping_and_the_next_transition_is_kept():
     next_values = ppo_atari.bootstrap_values(values * [[1], [2], [3]], values, np.array([4.0]), terminated,
                                              np.zeros_like(terminated))  # fmt: skip
     assert next_values[:, 0].tolist() == [2.0, 0.0, 4.0]
+
+
+def test_the_a3c_network_is_the_one_section_6_4_names():
+    agent = ppo_atari.Agent(4, network="a3c")
+    shapes = [tuple(p.shape) for p in agent.network.parameters()]
+    # conv 16 8x8 stride 4, conv 32 4x4 stride 2, fully connected 256 (Mnih et al. 2016), on 84x84x4 frames
+    assert shapes == [(16, 4, 8, 8), (16,), (32, 16, 4, 4), (32,), (256, 32 * 9 * 9), (256,)]
+    assert agent.actor.in_features == agent.critic.in_features == 256
+    logits, value = agent(torch.zeros(2, 4, 84, 84, dtype=torch.uint8))
+    assert logits.shape == (2, 4) and value.shape == (2,)
+    nature = ppo_atari.Agent(4)
+    assert [tuple(p.shape) for p in nature.network.parameters()][::2] == [
+        (32, 4, 8, 8), (64, 32, 4, 4), (64, 64, 3, 3), (512, 64 * 7 * 7)]  # fmt: skip
 
 
 def test_same_seed_same_games_and_the_saved_model_evaluates(tmp_path):

@@ -75,6 +75,30 @@ def test_a_life_lost_on_the_truncation_step_is_not_bootstrapped():
     assert not np.array_equal(last["final_obs"], last["next_obs"])  # the next input is the new game's first frame
 
 
+@pytest.mark.parametrize(
+    "env_id, frames",
+    [("BreakoutNoFrameskip-v4", 400_000), ("PongNoFrameskip-v4", 400_000), ("SpaceInvadersNoFrameskip-v4", 300_000),
+     ("Breakout-v4", 400_000), ("breakout", 400_000), ("space_invaders", 300_000), ("ALE/Breakout-v5", 108_000),
+     ("ALE/SpaceInvaders-v5", 108_000)],
+)  # fmt: skip
+def test_the_frame_limit_follows_the_id_and_the_flag_overrides(env_id, frames):
+    # the paper's gym 0.9 registered NoFrameskip-v4 with max_episode_steps = frameskip x 100,000 (frameskip 3 for
+    # SpaceInvaders, 4 for the rest); ale-py registers ALE/...-v5 with 108,000 frames
+    assert ppo_atari.episode_frame_limit(ppo_atari.Args(env_id=env_id)) == frames
+    assert ppo_atari.episode_frame_limit(ppo_atari.Args(env_id=env_id, max_episode_frames=1200)) == 1200
+    if env_id.startswith("ALE/"):  # the same number as ale-py's own registration
+        import gymnasium as gym
+
+        assert gym.spec(env_id).kwargs["max_num_frames_per_episode"] == frames
+
+
+def test_the_rollout_truncates_at_the_ids_limit(monkeypatch):
+    # the id's limit, not a number of the script's own, decides where the rollout truncates: made small here
+    monkeypatch.setattr(ppo_atari, "episode_frame_limit", lambda args: 4 * 40)
+    steps, episodes = play(2000, fire_on_life_loss=False)  # the NOOP policy loses one life, then waits forever
+    assert len(steps) == 40 and steps[-1]["truncated"] and episodes[0][2] == 40
+
+
 def test_v5_ids_get_sticky_actions_and_the_flag_overrides(monkeypatch, tmp_path):
     import gymnasium as gym
 

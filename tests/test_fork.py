@@ -50,9 +50,9 @@ def third_hidden_layer(source: str) -> str:
     mlp = "linear(64, 64, hidden), nn.Tanh(), "
     if mlp in source:
         return source.replace(mlp, mlp * 2, 1)
-    cnn = "layer_init(nn.Linear(64 * 7 * 7, 512), math.sqrt(2), orthogonal),\n            nn.ReLU(),\n"
-    assert source.count(cnn) == 1
-    extra = "            layer_init(nn.Linear(512, 512), math.sqrt(2), orthogonal), nn.ReLU(),\n"
+    cnn = "layer_init(nn.Linear(64 * 7 * 7, 512), math.sqrt(2), orthogonal),\n                nn.ReLU(),\n"
+    assert source.count(cnn) == 1  # the Nature CNN, the default --network
+    extra = "                layer_init(nn.Linear(512, 512), math.sqrt(2), orthogonal), nn.ReLU(),\n"
     return source.replace(cnn, cnn + extra)
 
 
