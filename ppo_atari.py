@@ -131,7 +131,7 @@ class Args:
     max_episode_frames: Optional[int] = None
     """[not in paper] truncate a game after this many frames; None: the id's own. The paper's NoFrameskip-v4 ids (gym
     0.9, 2017) stopped a game after frameskip x 100,000 frames: 400,000 (SpaceInvaders, frameskip 3: 300,000), as do
-    -v4 ids and bare names here; ALE/...-v5 ids: 108,000 (30 minutes, Machado et al. 2018, ale-py's registration)"""
+    -v4 ids and bare names here; ALE/...-v5 and -v0 ids: 108,000 (30 minutes, Machado et al. 2018, ale-py's)"""
     env_threads: int = 2
     """C++ threads of ale-py's vector env"""
     torch_threads: int = 2
@@ -365,12 +365,13 @@ def sticky_actions(args: Args) -> float:
 
 
 def episode_frame_limit(args: Args) -> int:
-    """--max-episode-frames, or the id's own: gym 0.9 registered each NoFrameskip-v4 id with max_episode_steps =
-    frameskip x 100,000, the frameskip of its Deterministic twin (3 for SpaceInvaders, 4 for the rest); ale-py
-    registers its ALE/...-v5 ids with max_num_frames_per_episode = 108,000. A bare name gets the paper's limit."""
+    """--max-episode-frames, or the id's own: gym 0.9 (the paper's) registered each NoFrameskip-v4 id with
+    max_episode_steps = frameskip x 100,000, the frameskip of its Deterministic twin (3 for SpaceInvaders, 4 for the
+    rest); -v4 ids and bare names get that. The ids of sticky actions, ALE/...-v5 and -v0, get today's ale-py
+    registration, max_num_frames_per_episode = 108,000."""
     if args.max_episode_frames is not None:
         return args.max_episode_frames
-    if re.search(r"-v5$", args.env_id):
+    if re.search(r"-v[05]$", args.env_id):
         return 108_000
     return (3 if atari_game(args.env_id) == "space_invaders" else 4) * 100_000
 
