@@ -3,6 +3,7 @@
     python -m benchmark.report benchmark/results/table1.csv   # writes benchmark/results/table1/: report.md, PNGs
     python -m benchmark.report benchmark/out                  # an unnamed grid's RESULTS_DIR/results.csv
     python -m benchmark.report --measure-random               # once: a uniform-random policy's return on each task
+    python -m benchmark.report benchmark/results/table1-ppo1.csv --anchors benchmark/results/table1.csv
 
 The input is what benchmark/run.py commits: {grid}.csv, one row per finished run, and {grid}_curves.csv, about 100
 points of each run's learning curve. Nothing else is read, so anyone can rebuild every table and plot from them.
@@ -26,6 +27,17 @@ flags, at one length (total timesteps): runs of different lengths are never aver
   algorithm on all tasks but at most one (each task where another is ahead with the 95% interval of its lead; the
   claim fails on the means, not beyond the noise, when at most one of those intervals excludes 0). A length with one
   Table 1 setting alone makes no Table 1.
+- Table 1 settings with another set of code-level details (--anchors TABLE, the last command above): runs of
+  ppo_continuous.py tagged "<prefix>-<setting's tag>" with a prefix's flags before the setting's (the table1-ppo1
+  preset: prefix ppo1, its flags presets.PPO1). A section per prefix, "Table 1 settings with <prefix>'s details,
+  scored on the main Table 1's scale": per task the random policy is 0 and 1 is the best mean over seeds among the
+  Table 1 settings of the anchors table (typically benchmark/results/table1.csv, whole: --seeds picks only this
+  table's runs) at the same length, so the numbers read beside the main Table 1's rather than against this table's
+  own best. Per setting: n, mean and IQM with their stratified 95% intervals, the mean per task, the same setting in
+  the anchors table and the paper, and the difference of the two means (prefix - main, on the tasks both have runs
+  on) with its 95% interval; each run's return against the random policy's; and verdicts: does no clipping score
+  below 0, and below random on HalfCheetah, with these details; does clip 0.2 gain or lose against the main Table
+  1's. Tasks without a 0 and 1 in the anchors' Table 1 are left out with a note.
 - Provenance: the commits and script versions the runs came from; the report says so when one table mixes them.
 """
 
@@ -101,6 +113,9 @@ class Args:
     """instead of a report: measure a uniform-random policy's mean return on --env-ids, store it in --random-returns"""
     env_ids: list[str] = field(default_factory=lambda: list(MUJOCO_TASKS))
     """tasks for --measure-random"""
+    anchors: Optional[str] = None
+    """a results table whose Table 1 (typically benchmark/results/table1.csv) scores this table's Table 1 settings
+    run with another prefix's details (tags "<prefix>-<setting>", e.g. ppo1-none): its random policy 0, best 1"""
     random_episodes: int = 100
     """episodes per task for --measure-random"""
 
@@ -126,6 +141,21 @@ class Method:
         setting = next((s for s in TABLE1 if s.tag == self.tag), None)
         if self.script == TABLE1_SCRIPT and setting and self.flags.split() == setting.flags.split():
             return setting
+        return None
+
+    @property
+    def variant(self):
+        """(prefix, Table 1 setting) for a Table 1 setting run with another set of code-level details, as the
+        table1-ppo1 preset runs them: script ppo_continuous.py, tag "<prefix>-<setting's tag>", flags the prefix's
+        followed by the setting's; or None. The prefix needs a flag of its own: without one the run is the setting
+        itself under another name, and nothing in it is the prefix's details."""
+        if self.script != TABLE1_SCRIPT:
+            return None
+        flags = self.flags.split()
+        for s in TABLE1:
+            own, prefix = s.flags.split(), self.tag[: -len(s.tag) - 1]
+            if self.tag == f"{prefix}-{s.tag}" and prefix and len(flags) > len(own) and flags[-len(own) :] == own:
+                return prefix, s
         return None
 
 
@@ -255,6 +285,35 @@ def load_random_returns(path: str) -> dict[str, float]:
         return {env_id: entry["mean"] for env_id, entry in json.load(f)["returns"].items()}
 
 
+def normalized(scores: list[float], reference: tuple[float, float]) -> list[float]:
+    """Table 1's normalized scores: reference = (the random policy's return, the best setting's mean) -> (0, 1)."""
+    low, high = reference
+    return [(s - low) / (high - low) for s in scores]
+
+
+def scored(per_task: dict[str, list[float]], resamples: int, seed: int) -> dict:
+    """A setting's row of Table 1 from its normalized scores per task ({env_id: scores}, at least one task): the
+    number of runs n, the mean and IQM with their 95% intervals stratified by task, the mean and seeds per task."""
+    strata = [np.array(v) for v in per_task.values()]
+    x = np.concatenate(strata)
+    return {"n": len(x), "tasks": len(strata), "mean": float(x.mean()),
+            "mean_ci": stratified_ci(strata, mean, resamples, seed), "iqm": float(iqm(x)),
+            "iqm_ci": stratified_ci(strata, iqm, resamples, seed),
+            "per_task": {e: float(np.mean(v)) for e, v in per_task.items()},
+            "seeds": {e: len(v) for e, v in per_task.items()}, "scores": per_task}  # fmt: skip
+
+
+def difference(a: dict[str, list[float]], b: dict[str, list[float]], resamples: int, seed: int) -> dict:
+    """mean(a) - mean(b) over the tasks both have runs on ({env_id: scores}), with its 95% interval (difference_ci);
+    none without a task in common."""
+    common = [e for e in a if e in b]
+    if not common:
+        return {"diff": float("nan"), "tasks": 0, "ci": (float("nan"), float("nan"))}
+    x, y = [np.array(a[e]) for e in common], [np.array(b[e]) for e in common]
+    return {"diff": float(mean(np.concatenate(x)) - mean(np.concatenate(y))), "tasks": len(common),
+            "ci": difference_ci(x, y, resamples, seed)}  # fmt: skip
+
+
 def summarize(rows: list[dict], random_returns: dict[str, float], resamples: int, seed: int) -> dict:
     """Every number of the report: returns per task and method; Table 1 per script and length; provenance."""
     tasks = {}
@@ -284,27 +343,14 @@ def summarize(rows: list[dict], random_returns: dict[str, float], resamples: int
                 continue
             reference[env_id] = (low, high)
             for m in present:
-                per_setting[m][env_id] = [(s - low) / (high - low) for s in methods[m]["scores"]]
-        rows1 = []
-        for m in settings:
-            strata = [np.array(v) for v in per_setting[m].values()]
-            if not strata:
-                continue
-            x = np.concatenate(strata)
-            rows1.append({"method": m, "setting": m.table1, "n": len(x), "tasks": len(strata), "mean": float(x.mean()),
-                          "mean_ci": stratified_ci(strata, mean, resamples, seed), "iqm": float(iqm(x)),
-                          "iqm_ci": stratified_ci(strata, iqm, resamples, seed),
-                          "per_task": {e: float(np.mean(v)) for e, v in per_setting[m].items()},
-                          "seeds": {e: len(v) for e, v in per_setting[m].items()}})  # fmt: skip
+                per_setting[m][env_id] = normalized(methods[m]["scores"], reference[env_id])
+        rows1 = [{"method": m, "setting": m.table1, **scored(per_setting[m], resamples, seed)}
+                 for m in settings if per_setting[m]]  # fmt: skip
         if len(rows1) < 2:  # one setting is its own best on every task: a table of ones says nothing
             continue
         clip = next((r for r in rows1 if r["setting"].tag == CLAIMED_BEST), None)
         for r in rows1 if clip else []:  # each setting against clip 0.2, on the tasks both have runs on
-            common = [e for e in per_setting[clip["method"]] if e in per_setting[r["method"]]]
-            a = [np.array(per_setting[clip["method"]][e]) for e in common]
-            b = [np.array(per_setting[r["method"]][e]) for e in common]
-            r["behind_clip"] = {"diff": float(mean(np.concatenate(a)) - mean(np.concatenate(b))), "tasks": len(common),
-                                "ci": difference_ci(a, b, resamples, seed)}  # fmt: skip
+            r["behind_clip"] = difference(clip["scores"], r["scores"], resamples, seed)
         tables1.append({"total_timesteps": length, "reference": reference, "rows": rows1,
                         "settings": len(rows1)})  # fmt: skip
     return {"tasks": tasks, "table1": tables1, "figure3": figure3_comparisons(tasks, resamples, seed),
@@ -367,8 +413,30 @@ def setting_name(r: dict) -> str:
     return f"{r['setting'].group}{', ' + r['setting'].setting if r['setting'].setting else ''}"
 
 
+def score(r: dict) -> str:
+    """A Table 1 row's mean normalized score with its 95% interval."""
+    return f"{fmt(r['mean'], 2)} {interval(r['mean_ci'])}"
+
+
+def runs_text(r: dict) -> str:
+    """How many runs a Table 1 row's numbers rest on: what a reader needs of a partial grid."""
+    return f"n = {r['n']} runs on {r['tasks']} task{'' if r['tasks'] == 1 else 's'}"
+
+
+def signed(x: float) -> str:
+    return "–" if np.isnan(x) else f"{x:+.2f}"
+
+
 def listing(items: list[str]) -> str:
     return "; ".join(items) if items else "none"
+
+
+def below_0(x: float, ci: tuple[float, float], on_the_mean: str) -> str:
+    """The verdict on "x is below 0": beyond the noise when its 95% interval is below 0 too (a missing interval, one
+    seed per task, is not)."""
+    if ci[1] < 0:
+        return "**Holds.**"
+    return on_the_mean if x < 0 else "**Fails.**"
 
 
 def table1_claims(table: dict) -> list[str]:
@@ -377,9 +445,6 @@ def table1_claims(table: dict) -> list[str]:
     resampled within each task). A lead whose interval excludes 0 is beyond the noise of these seeds."""
     rows = {r["setting"].tag: r for r in table["rows"]}
     clip, none, tasks = rows.get(CLAIMED_BEST), rows.get("none"), len(table["reference"])
-
-    def score(r: dict) -> str:
-        return f"{fmt(r['mean'], 2)} {interval(r['mean_ci'])}"
 
     def includes_0(close: list[dict]) -> str:
         missing = any(np.isnan(r["behind_clip"]["ci"]).any() for r in close)
@@ -421,13 +486,10 @@ def table1_claims(table: dict) -> list[str]:
                   f" {score(clip)}."]  # fmt: skip
     if none:
         below = [e for e, v in none["per_task"].items() if v < 0]
-        if none["mean_ci"][1] < 0:
-            verdict = f"**Holds.** It scores {score(none)}."
-        elif none["mean"] < 0:
-            verdict = f"**Holds on the mean; its interval reaches 0, or is missing.** It scores {score(none)}."
-        else:
-            verdict = (f"**Fails.** It scores {score(none)}, {none['mean'] - none['setting'].paper_score:.2f} above"
-                       " the paper's.")  # fmt: skip
+        on_the_mean = "**Holds on the mean; its interval reaches 0, or is missing.**"
+        verdict = f"{below_0(none['mean'], none['mean_ci'], on_the_mean)} It scores {score(none)}"
+        above = none["mean"] - none["setting"].paper_score
+        verdict += f", {above:.2f} above the paper's." if verdict.startswith("**Fails") else "."
         per_task = ", ".join(f"{e} {v:.2f}" for e, v in none["per_task"].items())
         lines += [f"- *No clipping or penalty scores below 0, worse than a random policy on average* (paper:"
                   f" {none['setting'].paper_score:.2f}, with HalfCheetah below random). {verdict} Below random on:"
@@ -469,6 +531,159 @@ def figure3_claim(summary: dict) -> list[str]:
     return ["## The paper's claim on Figure 3, tested on these runs", ""] + lines + [""] if lines else []
 
 
+def variant_sections(rows: list[dict], anchors: dict, resamples: int, seed: int, anchors_source: str) -> list[dict]:
+    """Per prefix and length, the Table 1 settings run with that prefix's details (Method.variant), scored on the
+    anchors table's Table 1 at that length (anchors: its summarize): per task its random policy 0 and its best setting
+    1. The variant table's own best would make its best setting 1 whatever it scored; on the anchors' scale its
+    numbers read beside the main Table 1's. Each setting's row also holds the anchors' row of the same setting and the
+    difference of the two (variant - main) with its 95% interval, on the tasks both have runs on."""
+    sections, variants = [], {r["method"] for r in rows if r["method"].variant}
+    for prefix, length in sorted({(m.variant[0], m.total_timesteps) for m in variants}):
+        methods = sorted((m for m in variants if m.variant[0] == prefix and m.total_timesteps == length),
+                         key=lambda m: (TABLE1.index(m.variant[1]), m.flags))  # fmt: skip
+        table = next((t for t in anchors["table1"] if t["total_timesteps"] == length), None)
+        section = {"prefix": prefix, "total_timesteps": length, "anchors": anchors_source, "anchor": table,
+                   "rows": [], "notes": [], "halfcheetah": None,
+                   "flags": sorted({" ".join(m.flags.split()[: -len(m.variant[1].flags.split())])
+                                    for m in methods})}  # fmt: skip
+        sections.append(section)
+        if table is None:
+            section["notes"].append(f"The anchors table has no Table 1 at {steps_text(length)} steps (runs of two Table"
+                                    " 1 settings or more at that length): nothing to score these runs on.")  # fmt: skip
+            continue
+        reference, mains = table["reference"], {r["setting"]: r for r in table["rows"]}
+        runs = sorted((r for r in rows if r["method"] in methods), key=lambda r: (r["env_id"], r["seed"]))
+        for env_id in sorted({r["env_id"] for r in runs} - set(reference)):
+            section["notes"].append(f"{env_id} left out: the anchors' Table 1 at {steps_text(length)} steps has no 0"
+                                    " and 1 there (no runs of its settings, no random-policy return, or none beats"
+                                    " random).")  # fmt: skip
+        for m in methods:
+            own = [r for r in runs if r["method"] == m and r["env_id"] in reference]
+            returns = {}
+            for r in own:
+                returns.setdefault(r["env_id"], []).append(r["score"])
+            if not returns:
+                continue
+            per_task = {e: normalized(x, reference[e]) for e, x in returns.items()}
+            anchor = mains.get(m.variant[1])
+            section["rows"].append({"method": m, "setting": m.variant[1], **scored(per_task, resamples, seed),
+                                    "runs": own, "returns": returns, "main": anchor,
+                                    "vs_main": difference(per_task, anchor["scores"], resamples, seed) if anchor
+                                    else None})  # fmt: skip
+        # the paper's note to Table 1: without clipping HalfCheetah falls below the random policy; in returns, so that
+        # it reads without the scale
+        none = next((r for r in section["rows"] if r["setting"].tag == "none"), None)
+        cheetah = next((e for e in none["returns"] if task_name(e) == "HalfCheetah"), None) if none else None
+        if cheetah:
+            low, main_none = reference[cheetah][0], mains.get(none["setting"])
+            x = np.array(none["returns"][cheetah])
+            section["halfcheetah"] = {"env_id": cheetah, "random": low, "returns": x,
+                                      "ci": stratified_ci([x - low], mean, resamples, seed),
+                                      "main": anchors["tasks"][cheetah][main_none["method"]]["scores"]
+                                      if main_none and cheetah in main_none["scores"] else None}  # fmt: skip
+    return sections
+
+
+def variant_claims(section: dict) -> list[str]:
+    """Plain verdicts on a prefix's Table 1 settings, read off the numbers of variant_sections with their 95%
+    intervals: no clipping below 0, and below random on HalfCheetah, as the paper has them; clip 0.2 against the main
+    Table 1's. A line is left out when its setting has no runs."""
+    prefix, rows = section["prefix"], {r["setting"].tag: r for r in section["rows"]}
+    none, clip, cheetah = rows.get("none"), rows.get(CLAIMED_BEST), section["halfcheetah"]
+    on_the_mean = "**Holds on the mean, not beyond the noise** (its interval reaches 0, or is missing)."
+    lines = [f"### What these runs say about {prefix}'s details", "",
+             "Each verdict reads the numbers above: a score with its 95% interval, beyond the noise of these seeds when"
+             " the interval excludes 0.", ""]  # fmt: skip
+    if none:
+        anchor = none["main"]
+        beside = f"; the main Table 1: {score(anchor)}, {runs_text(anchor)}" if anchor else ""
+        per_task = ", ".join(f"{e} {v:.2f}" for e, v in none["per_task"].items())
+        verdict = below_0(none["mean"], none["mean_ci"], on_the_mean)
+        lines.append(f"- *Does no clipping or penalty score below 0 with {prefix}'s details?* (paper:"
+                     f" {none['setting'].paper_score:.2f}{beside}.) {verdict} It scores {score(none)},"
+                     f" {runs_text(none)}. Per task: {per_task}.")  # fmt: skip
+    if cheetah:
+        x, low, ci = cheetah["returns"], cheetah["random"], cheetah["ci"]
+        anchor = cheetah["main"]
+        beside = (f"; the main Table 1: {sum(v < low for v in anchor)} of {len(anchor)} runs below random, mean"
+                  f" return {fmt(np.mean(anchor))}" if anchor else "")  # fmt: skip
+        lines.append(f"- *Does no clipping score below random on {cheetah['env_id']} with {prefix}'s details?* (paper:"
+                     f" below random there{beside}.) {below_0(np.mean(x) - low, ci, on_the_mean)} {sum(x < low)} of"
+                     f" {len(x)} runs below the random policy's {fmt(low)}; their mean return {fmt(np.mean(x))},"
+                     f" {np.mean(x) - low:+.1f} [{fmt(ci[0])}, {fmt(ci[1])}] against random.")  # fmt: skip
+    if clip and clip["main"] and clip["vs_main"]["tasks"]:
+        d, anchor = clip["vs_main"], clip["main"]
+        if d["ci"][0] > 0 or d["ci"][1] < 0:
+            verdict = f"**{'Gains' if d['ci'][0] > 0 else 'Loses'}, beyond the noise.**"
+        else:
+            side = "Gains" if d["diff"] > 0 else "Loses" if d["diff"] < 0 else "Level"
+            verdict = f"**{side} on the mean, not beyond the noise** (the interval includes 0, or is missing)."
+        lines.append(f"- *Does clip 0.2 gain or lose with {prefix}'s details, against the main Table 1's clip 0.2?*"
+                     f" {verdict} {prefix} - main: {signed(d['diff'])} {interval(d['ci'])} on the {d['tasks']} tasks"
+                     f" both have runs on; {prefix}: {score(clip)}, {runs_text(clip)}; main: {score(anchor)},"
+                     f" {runs_text(anchor)}.")  # fmt: skip
+    furthest = min(none["per_task"], key=none["per_task"].get) if none else None
+    where = f" (here {furthest}, where it scores {none['per_task'][furthest]:.2f})" if furthest else ""
+    lines.append(f"- These runs change all of {prefix}'s details at once, so they cannot say which single detail"
+                 f" matters most. A leave-one-out grid would: {prefix}'s flag set minus one detail at a time, on no"
+                 f" clipping and the task where it falls furthest{where}.")  # fmt: skip
+    return lines + [""]
+
+
+def variant_markdown(section: dict) -> list[str]:
+    """A prefix's section of report.md: its settings beside the main Table 1's and the paper's, per task, per run
+    (return against the random policy's), and the verdicts."""
+    prefix, length, rows = section["prefix"], section["total_timesteps"], section["rows"]
+    several = f" ({len(section['flags'])} different sets among its runs)" if len(section["flags"]) > 1 else ""
+    lines = [f"## Table 1 settings with {prefix}'s details, scored on the main Table 1's scale"
+             + (f": {scale_text(rows, length)}" if rows else ""), "",
+             f"Runs of {TABLE1_SCRIPT} tagged {prefix}-<setting>: {prefix}'s flags{several}, then the setting's:"
+             f" {'; '.join(f'`{f}`' for f in section['flags'])}.", ""]  # fmt: skip
+    lines += [f"- {n}" for n in section["notes"]] + ([""] if section["notes"] else [])
+    if not rows:
+        return lines
+    table = section["anchor"]
+    reference = table["reference"]
+    lines += [f"Per task, the uniform-random policy is 0 and the best of the {table['settings']} Table 1 settings of"
+              f" the anchors table ({section['anchors']}, the main Table 1) at {steps_text(length)} steps (mean over"
+              " seeds) is 1, so a setting here may score above 1. Mean and IQM over each setting's n runs with 95%"
+              " bootstrap intervals stratified by task, as in Table 1; beside them the same setting in the main Table 1"
+              f" and the paper, and {prefix} - main: the difference of the two means on the tasks both have runs on,"
+              " with its 95% interval (each side's seeds resampled within each task).", "",
+              "| objective | setting | n | mean | 95% CI | IQM | 95% CI | main: n | main: mean | 95% CI | main: IQM"
+              f" | 95% CI | paper | {prefix} - main | 95% CI |", "|-" * 15 + "|"]  # fmt: skip
+    for r in rows:
+        s, m, d = r["setting"], r["main"], r["vs_main"]
+        theirs = [str(m["n"]), fmt(m["mean"], 2), interval(m["mean_ci"]), fmt(m["iqm"], 2), interval(m["iqm_ci"])] \
+            if m else ["–"] * 5  # fmt: skip
+        # on fewer tasks than either side's own numbers: say so, as the difference then reads another set of tasks
+        fewer = m and d["tasks"] < max(r["tasks"], m["tasks"])
+        diff = [signed(d["diff"]) + (f" ({d['tasks']} tasks)" if fewer else ""), interval(d["ci"])] if m else ["–"] * 2
+        cells = [s.group, s.setting, str(r["n"]), fmt(r["mean"], 2), interval(r["mean_ci"]), fmt(r["iqm"], 2),
+                 interval(r["iqm_ci"]), *theirs, fmt(s.paper_score, 2), *diff]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    envs = [e for e in reference if any(e in r["per_task"] for r in rows)]
+    lines += ["", "Per task (mean normalized score over seeds), with the returns that map to 0 and 1:", "",
+              "| setting | " + " | ".join(envs) + " |", "|-|" + "-|" * len(envs)]  # fmt: skip
+    for r in rows:
+        for name, x in ((prefix, r), ("main Table 1", r["main"])):
+            if x:
+                lines.append(f"| {setting_name(r)}, {name} | " + " | ".join(fmt(x["per_task"].get(e), 2) for e in envs)
+                             + " |")  # fmt: skip
+    lines.append("| *0: random policy* | " + " | ".join(fmt(reference[e][0]) for e in envs) + " |")
+    lines.append("| *1: best setting of the main Table 1* | " + " | ".join(fmt(reference[e][1]) for e in envs) + " |")
+    lines += ["", f"Each run with {prefix}'s details: its return (the mean of its last 100 episodes), the random"
+              " policy's, and the difference (below 0: the run scored below random).", "",
+              "| setting | task | seed | return | random policy | return - random | normalized |",
+              "|-|-|-|-|-|-|-|"]  # fmt: skip
+    for r in rows:
+        for run in r["runs"]:
+            (low, _), x = reference[run["env_id"]], run["score"]
+            lines.append(f"| {setting_name(r)} | {run['env_id']} | {run['seed']} | {fmt(x)} | {fmt(low)} |"
+                         f" {fmt(x - low)} | {fmt(normalized([x], reference[run['env_id']])[0], 2)} |")  # fmt: skip
+    return lines + [""] + variant_claims(section)
+
+
 def scale_text(summary_rows: list[dict], length: int) -> str:
     """ "7 tasks x 3 seeds x 1M steps" for a Table 1; "1-2 seeds" while a grid's later seeds have reached some cells."""
     tasks = max(r["tasks"] for r in summary_rows)
@@ -500,8 +715,9 @@ def returns_table(summary: dict) -> list[str]:
     return lines + [""]
 
 
-def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> str:
-    """report.md: Table 1 first, then the returns per task (Figure 3), the plots, and the notes on provenance."""
+def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], variants: tuple = ()) -> str:
+    """report.md: Table 1 first, then Table 1's settings with other details (variant_sections, with --anchors), the
+    returns per task (Figure 3), the plots, and the notes on provenance."""
     made = f"Made {time.strftime('%Y-%m-%d %H:%M')} by `python -m benchmark.report {source}`."
     lines = [f"# Benchmark report: {source}", "", f"{made} Score of a run: the mean return of its last 100 episodes"
              f" (§6.1). {len(rows)} runs.", ""]  # fmt: skip
@@ -527,6 +743,8 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str]) -> 
         lines.append("| *0: random policy* | " + " | ".join(fmt(table["reference"][e][0]) for e in envs) + " |")
         lines.append("| *1: best setting* | " + " | ".join(fmt(table["reference"][e][1]) for e in envs) + " |")
         lines += [""] + table1_claims(table)
+    for section in variants:
+        lines += variant_markdown(section)
 
     lines += returns_table(summary) + figure3_claim(summary)
     if plots:
@@ -649,6 +867,11 @@ def write_text(path: str, text: str) -> None:
     os.replace(path + ".tmp", path)
 
 
+def shown(path: str) -> str:
+    """A table's path as the report names it: relative to the repo when inside it."""
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT) else path
+
+
 def main(args: Args) -> None:
     if args.measure_random:
         import gymnasium
@@ -667,13 +890,25 @@ def main(args: Args) -> None:
 
     path = os.path.join(args.table, "results.csv") if os.path.isdir(args.table) else args.table
     rows, curves = open_table(path)
+    anchor_rows = open_table(args.anchors)[0] if args.anchors else None  # before any output, as a bad table fails
+    if args.anchors and not anchor_rows:
+        fail(f"{args.anchors}: no finished runs to take Table 1's 0 and 1 from")
     if args.seeds:
         rows = [r for r in rows if r["seed"] in args.seeds]
     if not rows:
         fail(f"{path}: no finished runs" + (f" of seeds {args.seeds}" if args.seeds else ""))
     out = args.out or path[: -len(".csv")]
     os.makedirs(out, exist_ok=True)
-    summary = summarize(rows, load_random_returns(args.random_returns), args.resamples, args.seed)
+    random_returns = load_random_returns(args.random_returns)
+    summary = summarize(rows, random_returns, args.resamples, args.seed)
+    variants = []
+    if args.anchors and any(r["method"].variant for r in rows):
+        # the anchors are the main Table 1 whole: --seeds picks this table's runs, not the scale they are scored on
+        anchors = summarize(anchor_rows, random_returns, args.resamples, args.seed)
+        variants = variant_sections(rows, anchors, args.resamples, args.seed, shown(args.anchors))
+    elif args.anchors:
+        summary["notes"].append(f"--anchors {shown(args.anchors)}: no run here is a Table 1 setting with another"
+                                " prefix's details (tag <prefix>-<setting>): none scored on its Table 1")  # fmt: skip
     plots = []
     for table in summary["table1"]:
         name = "table1.png" if len(summary["table1"]) == 1 else f"table1_{steps_text(table['total_timesteps'])}.png"
@@ -682,9 +917,9 @@ def main(args: Args) -> None:
     if curves:
         plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines)
         plots.append("figure3.png")
-    source = os.path.relpath(path, ROOT) if path.startswith(ROOT) else path
-    source += f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else ""
-    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots))
+    source = shown(path) + (f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else "")
+    source += f" --anchors {shown(args.anchors)}" if args.anchors else ""
+    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots, variants))
     print(f"{len(rows)} runs on {len(summary['tasks'])} tasks; written: {os.path.join(out, 'report.md')} and"
           f" {len(plots)} plots")  # fmt: skip
 

@@ -127,11 +127,19 @@ def verdict(text: str, claim: str) -> str:
     return line
 
 
-def set_scores(runs: dict, scores: tuple) -> None:
-    """(tag or script, Hopper's mean, Swimmer's mean): three seeds at mean - 1, mean, mean + 1 on each task."""
-    for key, hopper, swimmer in scores:
-        for env_id, x in (("Hopper-v4", hopper), ("Swimmer-v4", swimmer)):
+def set_scores(runs: dict, scores: tuple, tasks: tuple = ("Hopper-v4", "Swimmer-v4")) -> None:
+    """(tag or script, the first task's mean, the second's): three seeds at mean - 1, mean, mean + 1 on each task."""
+    for key, *means in scores:
+        for env_id, x in zip(tasks, means):
             runs[key, env_id] = [x - 1, x, x + 1]
+
+
+def rows_of(runs: dict, prefix: str = "") -> list[dict]:
+    """The rows of {(Table 1 tag, env_id): seeds' scores}; with a prefix, as the table1-ppo1 preset runs them: tag
+    "<prefix>-<tag>", the prefix's flags (presets.PPO1) before the setting's."""
+    return [row(f"{prefix}-{tag}" if prefix else tag, env_id, seed, s,
+                flags=f"{presets.PPO1} {FLAGS[tag]}" if prefix else None)
+            for (tag, env_id), scores in runs.items() for seed, s in enumerate(scores, 1)]  # fmt: skip
 
 
 def test_verdicts_on_the_papers_claims(tmp_path):
@@ -178,7 +186,7 @@ def test_a_superseded_method_stays_in_the_returns_table_but_not_in_the_verdict(t
     # the old A2C row (presets.SUPERSEDED) far ahead of PPO on both tasks: listed, but no rival in §6.2's verdict
     runs = {}
     set_scores(runs, (("clip-0.2", 101, 61), ("none", -11, 1)))
-    rows = [row(tag, env_id, seed, s) for (tag, env_id), scores in runs.items() for seed, s in enumerate(scores, 1)]
+    rows = rows_of(runs)
     rows += [row("a2c", env_id, seed, 1000.0, script="reinforce_baseline.py", flags="--optimizer rmsprop")
              for env_id in ("Hopper-v4", "Swimmer-v4") for seed in (1, 2, 3)]  # fmt: skip
     summary = summary_of(tmp_path, rows)
@@ -301,3 +309,118 @@ def test_bad_input_to_the_report_is_one_line_and_exit_code_2(tmp_path):
                               text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert proc.stderr.startswith("error: ")
+
+
+def test_a_variant_is_a_table1_setting_after_another_prefixs_flags():
+    def method(tag: str, flags: str, script: str = "ppo_continuous.py") -> report.Method:
+        return report.Method(script, tag, flags, 1_000_000, tag)
+
+    setting = {s.tag: s for s in presets.TABLE1}
+    ppo1_none = method("ppo1-none", f"{presets.PPO1} {FLAGS['none']}")
+    assert ppo1_none.variant == ("ppo1", setting["none"]) and ppo1_none.table1 is None
+    # any prefix, dashes in it too; kl-fixed-10 is not kl-fixed-1 with a 0 left over
+    got = method("obs-clip-10-clip-0.2", f"--obs-clip 10 {FLAGS['clip-0.2']}").variant
+    assert got == ("obs-clip-10", setting["clip-0.2"])
+    got = method("ppo1-kl-fixed-10", f"{presets.PPO1} {FLAGS['kl-fixed-10']}").variant
+    assert got == ("ppo1", setting["kl-fixed-10"])
+    for tag, flags, script in [
+        ("none", FLAGS["none"], "ppo_continuous.py"),  # Table 1's own setting
+        ("ppo1-none", FLAGS["none"], "ppo_continuous.py"),  # no flag of the prefix's: the setting under another name
+        ("ppo1-none", f"{FLAGS['none']} {presets.PPO1}", "ppo_continuous.py"),  # the prefix's flags after the setting's
+        ("ppo1-none", f"{presets.PPO1} {FLAGS['clip-0.2']}", "ppo_continuous.py"),  # tag and flags of two settings
+        ("ppo1-clip-0.2", f"{presets.PPO1} --objective clip --clip-coef 0.3", "ppo_continuous.py"),
+        ("-none", f"{presets.PPO1} {FLAGS['none']}", "ppo_continuous.py"),  # no prefix
+        ("ppo1none", f"{presets.PPO1} {FLAGS['none']}", "ppo_continuous.py"),
+        ("ppo1-none", f"{presets.PPO1} {FLAGS['none']}", "my_ppo.py"),  # another script
+    ]:
+        assert method(tag, flags, script).variant is None, (tag, flags, script)
+    # the preset's methods are all variants, of the settings it names
+    (preset,) = [p for name, p in presets.PRESETS.items() if name == "table1-ppo1"]
+    got = [report.Method(m.script, m.tag, m.flags, 1, m.label).variant for m in preset.methods]
+    assert got == [("ppo1", setting[tag]) for tag in presets.PPO1_SETTINGS]
+
+
+# A main Table 1 (the anchors) and its settings run with ppo1's details, 3 seeds each at mean - 1, mean, mean + 1.
+# Random returns -300 on HalfCheetah and 10 on Swimmer; the anchors' clip 0.2 is their best on both tasks (1700, 81),
+# so the anchors' 0 and 1 are (-300, 1700) on HalfCheetah and (10, 81) on Swimmer
+VARIANT_TASKS = ("HalfCheetah-v4", "Swimmer-v4")
+VARIANT_RANDOM = {"HalfCheetah-v4": -300.0, "Swimmer-v4": 10.0}
+ANCHORS = (("clip-0.2", 1700, 81), ("none", -500, 46))
+
+
+def variant_report(tmp_path, variants: tuple, anchors: bool = True, drop=()) -> str:
+    """report.md of a table of (Table 1 tag, HalfCheetah's mean, Swimmer's mean) with ppo1's details, --anchors a
+    table of ANCHORS (or none); drop: (tag, env_id, seed) of runs not yet finished."""
+    random_path = tmp_path / "random.json"
+    random_path.write_text(json.dumps({"returns": {e: {"mean": v} for e, v in VARIANT_RANDOM.items()}}))
+    main_runs, ppo1_runs = {}, {}
+    set_scores(main_runs, ANCHORS, VARIANT_TASKS)
+    set_scores(ppo1_runs, variants, VARIANT_TASKS)
+    write_table(str(tmp_path / "table1.csv"), rows_of(main_runs))
+    rows = [r for r in rows_of(ppo1_runs, "ppo1") if (r["tag"][len("ppo1-") :], r["env_id"], r["seed"]) not in drop]
+    write_table(str(tmp_path / "table1-ppo1.csv"), rows)
+    anchors_path = str(tmp_path / "table1.csv") if anchors else None
+    report.main(report.Args(table=str(tmp_path / "table1-ppo1.csv"), out=str(tmp_path / "out"), resamples=2000,
+                            random_returns=str(random_path), anchors=anchors_path))  # fmt: skip
+    return (tmp_path / "out" / "report.md").read_text()
+
+
+def test_table1_settings_with_ppo1s_details_on_the_main_table1s_scale(tmp_path):
+    text = variant_report(tmp_path, (("clip-0.2", 3700, 152), ("none", -700, 2.9)))
+    assert "## Table 1 settings with ppo1's details, scored on the main Table 1's scale: 2 tasks x 3 seeds" in text
+    # ppo1's clip 0.2: (3700 + 300) / 2000 = 2 and (152 - 10) / 71 = 2 on the anchors' scale (its own table's best
+    # would make it 1); beside it the anchors' clip 0.2 (1 on both tasks), the paper's 0.82 and the difference, +1
+    (line,) = [x for x in text.splitlines() if x.startswith("| clipping | ε = 0.2 |")]
+    assert line.startswith("| clipping | ε = 0.2 | 6 | 2.00 | [") and "| 6 | 1.00 | [" in line
+    assert "| 0.82 | +1.00 | [" in line
+    # no clipping: -400 / 2000 = -0.2 and -7.1 / 71 = -0.1; the anchors': -0.1 and 36 / 71
+    none = (-0.2 - 0.1) / 2
+    (line,) = [x for x in text.splitlines() if x.startswith("| no clipping or penalty |  |")]
+    assert line.startswith(f"| no clipping or penalty |  | 6 | {none:.2f} | [")
+    assert f"| -0.39 | {none - (-0.1 + 36 / 71) / 2:+.2f} | [" in line
+    assert "| clipping, ε = 0.2, ppo1 | 2.00 | 2.00 |" in text
+    assert "| clipping, ε = 0.2, main Table 1 | 1.00 | 1.00 |" in text
+    assert "| *0: random policy* | -300.0 | 10.0 |" in text
+    assert "| *1: best setting of the main Table 1* | 1700.0 | 81.0 |" in text
+    # each run: its return, the random policy's, the difference
+    assert "| no clipping or penalty | HalfCheetah-v4 | 1 | -701.0 | -300.0 | -401.0 | -0.20 |" in text
+    assert "| no clipping or penalty | Swimmer-v4 | 3 | 3.9 | 10.0 | -6.1 | -0.09 |" in text
+    assert "| clipping, ε = 0.2 | Swimmer-v4 | 2 | 152.0 | 10.0 | 142.0 | 2.00 |" in text
+    line = verdict(text, "Does no clipping or penalty score below 0 with ppo1's details?")
+    assert f"**Holds.** It scores {none:.2f} [" in line and "n = 6 runs on 2 tasks" in line
+    assert f"(paper: -0.39; the main Table 1: {(-0.1 + 36 / 71) / 2:.2f} [" in line
+    line = verdict(text, "Does no clipping score below random on HalfCheetah-v4 with ppo1's details?")
+    assert "**Holds.** 3 of 3 runs below the random policy's -300.0; their mean return -700.0, -400.0 [" in line
+    assert "the main Table 1: 3 of 3 runs below random, mean return -500.0" in line
+    line = verdict(text, "Does clip 0.2 gain or lose with ppo1's details")
+    assert "**Gains, beyond the noise.** ppo1 - main: +1.00 [" in line and "on the 2 tasks both have runs on" in line
+    (line,) = [x for x in text.splitlines() if x.startswith("- These runs change all of ppo1's details at once")]
+    assert "leave-one-out" in line and "(here HalfCheetah-v4, where it scores -0.20)" in line
+
+    # no clipping above 0 with ppo1's details, on a partial grid (Swimmer's seed 3 not finished); no clip 0.2 runs
+    text = variant_report(tmp_path, (("none", 700, 45.5),), drop=[("none", "Swimmer-v4", 3)])
+    none = (3 * 0.5 + 34.5 / 71 + 35.5 / 71) / 5  # (700 + 300) / 2000 and Swimmer's 44.5 and 45.5
+    line = verdict(text, "Does no clipping or penalty score below 0 with ppo1's details?")
+    assert f"**Fails.** It scores {none:.2f} [" in line and "n = 5 runs on 2 tasks" in line
+    line = verdict(text, "Does no clipping score below random on HalfCheetah-v4")
+    assert "**Fails.** 0 of 3 runs below the random policy's -300.0; their mean return 700.0, +1000.0 [" in line
+    assert "Does clip 0.2 gain or lose" not in text and "2 tasks x 2-3 seeds x 1M steps" in text
+
+
+def test_without_anchors_the_report_has_no_variant_section(tmp_path):
+    text = variant_report(tmp_path, (("clip-0.2", 3700, 152), ("none", -700, 2.9)), anchors=False)
+    assert "ppo1's details" not in text and "main Table 1" not in text and "--anchors" not in text
+    assert "| ppo_continuous ppo1-none | 3 | -700.0 ± 1.0 | 2.9 ± 1.0 |" in text  # the returns table as before
+
+
+def test_bad_anchors_are_one_line_and_exit_code_2(tmp_path):
+    path = str(tmp_path / "grid.csv")
+    write_table(path, paper_rows())
+    (tmp_path / "junk.csv").write_text("a,b\n1,2\n")
+    (tmp_path / "empty.csv").write_text(",".join(runner.COLUMNS) + "\n")
+    for anchors in ("missing.csv", "junk.csv", "empty.csv"):
+        proc = subprocess.run([sys.executable, "-m", "benchmark.report", path, "--anchors", str(tmp_path / anchors)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith(f"error: {tmp_path / anchors}: ")
+    assert not (tmp_path / "grid").exists()  # nothing written
