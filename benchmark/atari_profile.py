@@ -5,9 +5,10 @@ logging and checkpoints, as seconds per iteration and as a projection to a 10M-s
     python -m benchmark.atari_profile --network a3c --iterations 40
 
 It trains ppo_atari.py in this process, exactly as `python ppo_atari.py --save-model` would, with a timer around each
-stage's function and around the vector env's step and reset calls; nothing else changes. The first --warmup
-iterations (allocations, kernel choice) are left out. "rollout: forward passes and bookkeeping" is the rollout's time
-less the env's, "the rest" is the loop's time less every stage timed. Run it on an otherwise idle machine: both
+stage's function, around the vector env's step and reset calls and around the network's forward passes in the
+rollout; nothing else changes. The first --warmup iterations (allocations, kernel choice) are left out. "rollout:
+bookkeeping" is the rollout's time less the env's and the forward passes', "the rest" is the loop's time less every
+stage timed. Run it on an otherwise idle machine: both
 cores are the run's.
 """
 
@@ -77,6 +78,21 @@ def profile(args: Args) -> tuple[dict[str, list[float]], list[float], ppo_atari.
         return envs
 
     ppo_atari.make_envs = timed_envs
+    # the rollout's forward passes: Agent.forward while collect_rollout runs (the update's own are in its stage)
+    forward, collect = ppo_atari.Agent.forward, ppo_atari.collect_rollout
+    in_rollout = []
+
+    def rollout_forward(self, obs):
+        return timed(forward, calls["rollout forward"])(self, obs) if in_rollout else forward(self, obs)
+
+    def marked_rollout(*a, **kw):
+        in_rollout.append(True)
+        try:
+            return collect(*a, **kw)
+        finally:
+            in_rollout.clear()
+
+    ppo_atari.Agent.forward, ppo_atari.collect_rollout = rollout_forward, marked_rollout
     iteration_ends = []  # print_progress closes each iteration: its end marks the iteration's end
     print_progress = ppo_atari.print_progress
     ppo_atari.print_progress = lambda *a, **kw: (print_progress(*a, **kw), iteration_ends.append(time.perf_counter()))
@@ -108,8 +124,12 @@ def main(args: Args) -> None:
         seconds[name] = per_iteration(durations, per_iter, round(args.warmup * per_iter)) if durations else 0.0
     loop = sum(iterations) / len(iterations)
     env = seconds.pop("env.step") + seconds.pop("env.reset", 0.0)
-    rows = [("env stepping (ale-py: emulators, preprocessing)", env),
-            ("rollout: forward passes and bookkeeping", seconds.pop("rollout") - env)]  # fmt: skip
+    forwards = seconds.pop("rollout forward")
+    rows = [
+        ("env stepping (ale-py: emulators, preprocessing)", env),
+        ("rollout: forward passes (π, V)", forwards),
+        ("rollout: bookkeeping (buffers, sampling, lives)", seconds.pop("rollout") - env - forwards),
+    ]
     update = seconds.pop("update: epochs of minibatch steps") - seconds["update: diagnostics over the batch"]
     rows += [(name, update if name.startswith("update: epochs") else seconds[name]) for name, _ in STAGES[1:]]
     rows.append(("the rest (loop bookkeeping, CSV)", loop - sum(value for _, value in rows)))
