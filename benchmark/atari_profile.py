@@ -54,36 +54,37 @@ class Args:
     """the run's seed"""
 
 
-def timed(fn, durations: list):
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            durations.append(time.perf_counter() - start)
+def profile(args: Args) -> tuple[dict[str, float], float, ppo_atari.Args]:
+    """Seconds per iteration of each stage and of the whole iteration, over the iterations after the warm-up; and the
+    run's flags."""
+    iteration_ends = []  # print_progress closes each iteration: its end marks the iteration's end
+    spent = defaultdict(lambda: defaultdict(float))  # stage -> iteration (0-based) -> seconds
 
-    return wrapper
+    def timed(fn, name: str):
+        def wrapper(*a, **kw):
+            start = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                spent[name][len(iteration_ends)] += time.perf_counter() - start
 
+        return wrapper
 
-def profile(args: Args) -> tuple[dict[str, list[float]], list[float], ppo_atari.Args]:
-    """Per stage the duration of each call, the duration of each whole iteration, and the run's flags."""
-    calls = defaultdict(list)
     for name, function in STAGES:
-        setattr(ppo_atari, function, timed(getattr(ppo_atari, function), calls[name]))
-    make_envs = ppo_atari.make_envs
+        setattr(ppo_atari, function, timed(getattr(ppo_atari, function), name))
+    make_envs, forward, collect = ppo_atari.make_envs, ppo_atari.Agent.forward, ppo_atari.collect_rollout
+    in_rollout = []  # non-empty while collect_rollout runs: the calls timed as the rollout's own
+
+    def in_the_rollout(fn, name: str):
+        return lambda *a, **kw: timed(fn, name)(*a, **kw) if in_rollout else fn(*a, **kw)
 
     def timed_envs(*a, **kw):  # the vector env's own calls: the emulators, preprocessing, frame stacking
-        envs = make_envs(*a, **kw)
-        envs.step, envs.reset = timed(envs.step, calls["env.step"]), timed(envs.reset, calls["env.reset"])
+        envs = make_envs(*a, **kw)  # (the first reset, before the loop, is setup: not timed)
+        envs.step, envs.reset = in_the_rollout(envs.step, "env"), in_the_rollout(envs.reset, "env")
         return envs
 
-    ppo_atari.make_envs = timed_envs
-    # the rollout's forward passes: Agent.forward while collect_rollout runs (the update's own are in its stage)
-    forward, collect = ppo_atari.Agent.forward, ppo_atari.collect_rollout
-    in_rollout = []
-
-    def rollout_forward(self, obs):
-        return timed(forward, calls["rollout forward"])(self, obs) if in_rollout else forward(self, obs)
+    def rollout_forward(self, obs):  # the update's forward passes are in its own stage
+        return in_the_rollout(forward, "rollout forward")(self, obs)
 
     def marked_rollout(*a, **kw):
         in_rollout.append(True)
@@ -92,8 +93,8 @@ def profile(args: Args) -> tuple[dict[str, list[float]], list[float], ppo_atari.
         finally:
             in_rollout.clear()
 
+    ppo_atari.make_envs = timed_envs
     ppo_atari.Agent.forward, ppo_atari.collect_rollout = rollout_forward, marked_rollout
-    iteration_ends = []  # print_progress closes each iteration: its end marks the iteration's end
     print_progress = ppo_atari.print_progress
     ppo_atari.print_progress = lambda *a, **kw: (print_progress(*a, **kw), iteration_ends.append(time.perf_counter()))
     run_args = ppo_atari.Args(env_id=args.env_id, network=args.network, seed=args.seed, save_model=True)
@@ -102,36 +103,27 @@ def profile(args: Args) -> tuple[dict[str, list[float]], list[float], ppo_atari.
     with tempfile.TemporaryDirectory() as scratch:
         os.chdir(scratch)
         ppo_atari.train(run_args)
-    iterations = [b - a for a, b in zip(iteration_ends[args.warmup - 1 :], iteration_ends[args.warmup :])]
-    return calls, iterations, run_args
-
-
-def per_iteration(durations: list[float], calls_per_iteration: int, warmup_calls: int) -> float:
-    counted = durations[warmup_calls:]
-    return sum(counted) / (len(counted) / calls_per_iteration)
+    counted = range(args.warmup, args.warmup + args.iterations)
+    seconds = {name: sum(per[i] for i in counted) / args.iterations for name, per in spent.items()}
+    loop = (iteration_ends[-1] - iteration_ends[args.warmup - 1]) / args.iterations
+    return seconds, loop, run_args
 
 
 def main(args: Args) -> None:
     if args.warmup < 1 or args.iterations < 1:
         print("error: --warmup and --iterations must be >= 1", file=sys.stderr)
         sys.exit(2)
-    calls, iterations, run_args = profile(args)
-    total = args.warmup + args.iterations
+    seconds, loop, run_args = profile(args)
     batch = run_args.num_envs * run_args.num_steps
-    seconds = {}
-    for name, durations in calls.items():
-        per_iter = len(durations) / total  # calls per iteration (env.step: num_steps; checkpoints: 1 in save_interval)
-        seconds[name] = per_iteration(durations, per_iter, round(args.warmup * per_iter)) if durations else 0.0
-    loop = sum(iterations) / len(iterations)
-    env = seconds.pop("env.step") + seconds.pop("env.reset", 0.0)
-    forwards = seconds.pop("rollout forward")
+    env, forwards = seconds.pop("env"), seconds.pop("rollout forward")
     rows = [
         ("env stepping (ale-py: emulators, preprocessing)", env),
         ("rollout: forward passes (π, V)", forwards),
         ("rollout: bookkeeping (buffers, sampling, lives)", seconds.pop("rollout") - env - forwards),
     ]
-    update = seconds.pop("update: epochs of minibatch steps") - seconds["update: diagnostics over the batch"]
-    rows += [(name, update if name.startswith("update: epochs") else seconds[name]) for name, _ in STAGES[1:]]
+    diagnostics = seconds.get("update: diagnostics over the batch", 0.0)  # called inside update()
+    rows += [(name, seconds.get(name, 0.0) - (diagnostics if name.startswith("update: epochs") else 0.0))
+             for name, _ in STAGES[1:]]  # fmt: skip
     rows.append(("the rest (loop bookkeeping, CSV)", loop - sum(value for _, value in rows)))
     hours = STEPS_10M / batch / 3600
     print(f"\n{run_args.env_id}, --network {run_args.network}, {args.iterations} iterations of {batch} steps after"

@@ -452,3 +452,18 @@ def test_ray_cluster_without_a_shared_filesystem(tmp_path, ray_cluster):
     assert len(pids) == 2 and not any(alive(p) for p in pids)  # none left orphaned
     driver_folder = folders(tmp_path)["fake_script__Hopper-v4__kill-parent-once__default__1"]
     assert [a["resumed_from"] for a in attempts(driver_folder)] == ["runs/fake/checkpoint.pt"]
+
+
+def test_the_atari_profile_accounts_for_every_stage_of_an_iteration(tmp_path):
+    # two iterations of a small batch: every stage of the loop timed, the rows summing to the whole iteration
+    proc = subprocess.run([sys.executable, "-m", "benchmark.atari_profile", "--iterations", "2", "--warmup", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = re.findall(r"^\| ([^|*]+?) \| (-?\d+) \| (-?[\d.]+)% \| [\d.]+ \|$", proc.stdout, re.M)
+    names = [name for name, _, _ in rows]
+    assert names[:3] == ["env stepping (ale-py: emulators, preprocessing)", "rollout: forward passes (π, V)",
+                         "rollout: bookkeeping (buffers, sampling, lives)"]  # fmt: skip
+    assert "update: epochs of minibatch steps" in names and names[-1] == "the rest (loop bookkeeping, CSV)"
+    assert all(int(ms) >= 0 for name, ms, _ in rows if name != "the rest (loop bookkeeping, CSV)")
+    assert sum(float(share) for _, _, share in rows) == pytest.approx(100, abs=0.5)
+    assert int(dict((n, ms) for n, ms, _ in rows)["env stepping (ale-py: emulators, preprocessing)"]) > 0
