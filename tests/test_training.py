@@ -167,7 +167,7 @@ def test_a_gpu_runs_checkpoint_holds_and_restores_the_cuda_rng(tmp_path, monkeyp
     carry = module.start_carry(envs, args)
     path = str(tmp_path / "checkpoint.pt")
     module.save_checkpoint(path, args, agent, optimizer, carry, envs, global_step=4, iteration=1)
-    ckpt = torch.load(path, weights_only=True)
+    ckpt = module.load_checkpoint(path, "--resume")  # as --resume loads it: weights_only, the flags as Args
     assert ckpt["cuda_rng"].tolist() == [7, 8, 9]
     module.restore_checkpoint(ckpt, agent, optimizer, carry, envs)
     assert restored == [([7, 8, 9], cuda)]
