@@ -401,7 +401,7 @@ def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
     carry = SimpleNamespace(obs_rms=RunningMeanStd(space.shape), ret_rms=RunningMeanStd())
     carry.discounted_return, carry.episode_return, carry.episode_length = np.zeros((3, args.num_envs))
     first_obs = np.array([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)], dtype=space.dtype)
-    carry.raw_next_obs = first_obs
+    carry.raw_next_obs = first_obs  # kept up to date only with --obs-stats-update batch, which reads it
     carry.next_obs = normalize_obs(first_obs, carry.obs_rms, args, update=args.obs_stats_update == "step")
     return carry
 
@@ -449,7 +449,8 @@ def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: in
                 if truncated[step, i]:
                     final_obs[step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, update=False)[0]
             carry.episode_return[done], carry.episode_length[done], carry.discounted_return[done] = 0, 0, 0
-        carry.raw_next_obs = raw_obs.copy()
+        if not step_stats:  # the next rollout's first raw observation, for refresh_obs_stats
+            carry.raw_next_obs = raw_obs.copy()
         carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args, update=step_stats)
     rollout = {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
                "terminated": terminated, "truncated": truncated}  # fmt: skip
