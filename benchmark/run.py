@@ -491,7 +491,7 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
         write_note(lock, f"runner pid {os.getpid()}, training pid {proc.pid}, on {machine['host']} since "
                          f"{time.strftime('%Y-%m-%d %H:%M:%S')}")  # fmt: skip
         returncode, interrupted = wait_for(proc, stop_path=os.path.join(folder, "stop"))
-    seconds = round(time.time() - start, 1)
+    seconds = round(time.time() - start, 3)  # a run of a few steps can take under 0.05 s
     attempt = {"started_at": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(start)), "seconds": seconds,
                "returncode": returncode, "resumed_from": checkpoint and os.path.relpath(checkpoint, folder),
                "script": script_path, **code, "script_sha256": sha, **machine}  # fmt: skip
@@ -513,12 +513,12 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
         _, returns = read_episodes(os.path.join(run_dir, "episodes.csv"))
         args = saved_args(os.path.join(run_dir, "checkpoint.pt"))
         steps = (args or {}).get("total_timesteps") or run.total_timesteps
-        wall = round(sum(a["seconds"] for a in attempts), 1)
+        wall = sum(a["seconds"] for a in attempts)
         result = {
             **spec, "status": "finished", "run_dir": os.path.relpath(run_dir, folder),
             "last100": sum(returns[-100:]) / len(returns[-100:]) if returns else None, "episodes": len(returns),
-            "args": args, "total_timesteps_run": steps, "wall_s": wall, "attempts": len(attempts),
-            "sps": round(steps / wall, 1) if steps else None, "resumed": checkpoint is not None,
+            "args": args, "total_timesteps_run": steps, "wall_s": round(wall, 1), "attempts": len(attempts),
+            "sps": round(steps / wall, 1) if steps and wall else None, "resumed": checkpoint is not None,
             "script_versions": sorted({a["script_sha256"] for a in attempts}),
             "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **code, "script_sha256": sha, **machine,
         }  # fmt: skip
