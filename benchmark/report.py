@@ -4,6 +4,7 @@
     python -m benchmark.report benchmark/out                  # an unnamed grid's RESULTS_DIR/results.csv
     python -m benchmark.report --measure-random               # once: a uniform-random policy's return on each task
     python -m benchmark.report benchmark/results/table1-ppo1.csv --anchors benchmark/results/table1.csv
+    python -m benchmark.report benchmark/results/atari.csv    # Table 6's games beside the paper, CleanRL and ppo2
 
 The input is what benchmark/run.py commits: {grid}.csv, one row per finished run, and {grid}_curves.csv, about 100
 points of each run's learning curve. Nothing else is read, so anyone can rebuild every table and plot from them.
@@ -38,6 +39,11 @@ flags, at one length (total timesteps): runs of different lengths are never aver
   on) with its 95% interval; each run's return against the random policy's; and verdicts: does no clipping score
   below 0, and below random on HalfCheetah, with these details; does clip 0.2 gain or lose against the main Table
   1's. Tasks without a 0 and 1 in the anchors' Table 1 are left out with a note.
+- Atari (Table 6), for the games of Table 6 in the table: per game and method the last-100 score, the mean over
+  every game of training (Table 2's metric, the score_all column), the paper's A2C, ACER and PPO, CleanRL's and
+  ppo2's published scores, wall time and SPS; and a verdict, at 10M steps only: at, above or below the paper's PPO,
+  by how much, read by the 95% t-interval of our mean with two seeds or more, by CleanRL's seed-to-seed std with one.
+  figure3.png draws the paper's and CleanRL's final scores as reference lines.
 - Provenance: the commits and script versions the runs came from; the report says so when one table mixes them.
 """
 
@@ -80,14 +86,30 @@ REFERENCE = {
     "Reacher": {"paper PPO, Fig. 3 (approx.)": -8, "baselines ppo2": -6.7, "baselines trpo_mpi": -4.8},
     "Swimmer": {"paper PPO, Fig. 3 (approx.)": 110, "baselines ppo2": 111.2, "baselines trpo_mpi": 95.0},
     "Walker2d": {"paper PPO, Fig. 3 (approx.)": 3400, "baselines ppo2": 3425.0, "baselines trpo_mpi": 2342.6},
-    "Breakout": {"paper PPO, Table 6": 274.8, "paper A2C, Table 6": 303.0, "paper ACER, Table 6": 456.4},
-    "Pong": {"paper PPO, Table 6": 20.7, "paper A2C, Table 6": 19.7, "paper ACER, Table 6": 20.7},
-    "BeamRider": {"paper PPO, Table 6": 1590.0, "paper A2C, Table 6": 3031.7, "paper ACER, Table 6": 3863.3},
-    "SpaceInvaders": {"paper PPO, Table 6": 942.5, "paper A2C, Table 6": 744.5, "paper ACER, Table 6": 1213.9},
-    "Seaquest": {"paper PPO, Table 6": 1204.5, "paper A2C, Table 6": 1714.3, "paper ACER, Table 6": 1739.5},
-    "Qbert": {"paper PPO, Table 6": 14293.3, "paper A2C, Table 6": 10065.7, "paper ACER, Table 6": 15316.6},
-    "Enduro": {"paper PPO, Table 6": 758.3, "paper A2C, Table 6": 0.0, "paper ACER, Table 6": 0.0},
-}
+    **{game: {"paper PPO, Table 6": ppo, "paper A2C, Table 6": a2c, "paper ACER, Table 6": acer,
+              **({"CleanRL ppo_atari, 3 seeds": cleanrl} if cleanrl else {}),
+              **({"CleanRL JAX PPO": cleanrl_jax} if cleanrl_jax else {}),
+              **({"baselines ppo2": ppo2} if ppo2 else {})}
+       for game, ppo, a2c, acer, cleanrl, cleanrl_jax, ppo2 in (
+           ("Breakout", 274.8, 303.0, 456.4, 414.7, None, 406.6),
+           ("Pong", 20.7, 19.7, 20.7, 20.4, None, 20.5),
+           ("BeamRider", 1590.0, 3031.7, 3863.3, 1915.9, None, 2643.0),
+           ("SpaceInvaders", 942.5, 744.5, 1213.9, None, None, None),
+           ("Seaquest", 1204.5, 1714.3, 1739.5, None, None, None),
+           ("Qbert", 14293.3, 10065.7, 15316.6, None, 16431, 14283),
+           ("Enduro", 758.3, 0.0, 0.0, None, 1263, 1061),
+           ("BattleZone", 17367, 3080, 8983, None, 24938, 20314),
+           ("DoubleDunk", -14.9, -16.2, -13.2, None, -8.57, -9.0),
+           ("NameThisGame", 6255, 5961, 8488, None, 5443, 5714),
+           ("Kangaroo", 9929, 45.3, 50.0, None, 7282, 3792),
+       )},
+}  # fmt: skip
+# Drawn as dashed lines in figure3.png where a task has them: the paper's figure, then CleanRL's final score
+REFERENCE_LINES = ("paper PPO, Fig. 3 (approx.)", "paper PPO, Table 6", "CleanRL ppo_atari, 3 seeds")
+# CleanRL ppo_atari's sample std over its 3 seeds at 10M steps (targets.md): the one public seed-to-seed spread on
+# these games, the yardstick of a one-seed verdict on Atari
+SEED_SPREAD = {"Breakout": 28.1, "Pong": 0.2, "BeamRider": 484.6}
+ATARI_PAPER, ATARI_STEPS = "paper PPO, Table 6", 10_000_000  # Table 6: 40M frames
 TABLE1_SCRIPT = "ppo_continuous.py"
 CLAIMED_BEST = "clip-0.2"  # §6.1: clipping with ε = 0.2 scores best; Figure 3's PPO is this setting
 KL_GROUPS = ("adaptive KL", "fixed KL")
@@ -188,6 +210,8 @@ def read_table(path: str) -> tuple[list[dict], dict[str, tuple[np.ndarray, np.nd
             int(row["total_timesteps"]),
             float(row["score"]),
         )
+        for column in ("score_all", "wall_s", "sps"):  # empty in older tables, and in hand-made ones
+            row[column] = float(row[column]) if row.get(column) else None
         label = row.get("label") or f"{os.path.splitext(row['script'])[0]} {row['tag']}"
         row["method"] = Method(row["script"], row["tag"], row["flags"], row["total_timesteps"], label)
     curves, curves_path = {}, path[: -len(".csv")] + "_curves.csv"
@@ -531,6 +555,70 @@ def figure3_claim(summary: dict) -> list[str]:
     return ["## The paper's claim on Figure 3, tested on these runs", ""] + lines + [""] if lines else []
 
 
+def atari_verdict(scores: list[float], paper: float, spread: Optional[float]) -> str:
+    """At, above or below the paper's PPO on a game. With two seeds or more: at when the paper's score lies inside
+    the 95% t-interval of our mean. With one seed there is no interval: at when within CleanRL's seed-to-seed std on
+    the game (SEED_SPREAD), a yardstick of how far two seeds of one program fall apart, not a test."""
+    ours, n = float(np.mean(scores)), len(scores)
+    diff = ours - paper
+    by = f"by {fmt(abs(diff))} ({diff / abs(paper):+.0%} of the paper's {fmt(paper)})" if paper else f"by {fmt(diff)}"
+    side = "above" if diff > 0 else "below"
+    if n >= 2:
+        half = float(scipy.stats.t.ppf(0.975, n - 1) * np.std(scores, ddof=1) / np.sqrt(n))
+        where = f"95% t-interval of our mean over {n} seeds [{fmt(ours - half)}, {fmt(ours + half)}]"
+        if abs(diff) <= half:
+            return f"**at** the paper's PPO: its {fmt(paper)} lies inside the {where}"
+        return f"**{side}** the paper's PPO {by}, beyond the {where}"
+    if spread is None:
+        return (
+            f"**{side}** the paper's PPO {by}; one seed, and no public seed-to-seed spread on this game to read it by"
+        )
+    if abs(diff) <= spread:
+        return (f"**at** the paper's PPO: {side} it {by}, within CleanRL's seed-to-seed std on this game"
+                f" ({fmt(spread)}); one seed, a yardstick rather than a test")  # fmt: skip
+    return (f"**{side}** the paper's PPO {by}, more than CleanRL's seed-to-seed std on this game ({fmt(spread)});"
+            " one seed, a yardstick rather than a test")  # fmt: skip
+
+
+def atari_section(summary: dict, rows: list[dict]) -> list[str]:
+    """Table 6 as our runs read it: per game and method, the score beside the paper's A2C, ACER and PPO, CleanRL's and
+    ppo2's; the mean over every game of training (Table 2's metric); wall time and SPS; a verdict against the paper's
+    PPO (atari_verdict). Empty without a game of Table 6."""
+    games = [e for e in summary["tasks"] if ATARI_PAPER in REFERENCE.get(task_name(e), {})]
+    if not games:
+        return []
+    sources = [ATARI_PAPER, "paper A2C, Table 6", "paper ACER, Table 6", "CleanRL ppo_atari, 3 seeds",
+               "CleanRL JAX PPO", "baselines ppo2"]  # fmt: skip
+    sources = [x for x in sources if any(x in REFERENCE[task_name(e)] for e in games)]
+    lines = ["## Atari (Table 6)", "", "Per game: the mean of the last 100 games at the end of training (the paper's"
+             " score, Table 6), mean ± sample std over seeds; *all training*: the mean over every game of training"
+             " (Table 2's metric); wall time (hours, all attempts of a run; a resumed run's include its restarts) and"
+             " SPS (steps over that wall time, whatever else the machine ran). References as published: the paper's"
+             " Table 6, CleanRL's and openai/baselines' benchmarks (shared/reference/targets.md).", "",
+             "| game | method | steps | n | last 100 | all training | " + " | ".join(sources) + " | wall (h) | SPS |",
+             "|-|-|-|-|-|-|" + "-|" * len(sources) + "-|-|"]  # fmt: skip
+    verdicts = []
+    for env_id in games:
+        reference = REFERENCE[task_name(env_id)]
+        for method, cell in summary["tasks"][env_id].items():
+            runs = [r for r in rows if r["env_id"] == env_id and r["method"] == method]
+            spread = f" ± {fmt(cell['std'])}" if cell["std"] is not None else ""
+            alls = [r["score_all"] for r in runs if r["score_all"] is not None]
+            walls, speeds = [r["wall_s"] / 3600 for r in runs if r["wall_s"]], [r["sps"] for r in runs if r["sps"]]
+            cells = [fmt(float(np.mean(alls))) if alls and len(alls) == len(runs) else "–",
+                     *[fmt(reference[x]) if x in reference else "" for x in sources],
+                     fmt(float(np.median(walls)), 2) if walls else "–",
+                     fmt(float(np.median(speeds)), 0) if speeds else "–"]  # fmt: skip
+            lines.append(f"| {task_name(env_id)} | {method.label} | {steps_text(method.total_timesteps)} |"
+                         f" {cell['n']} | {fmt(cell['mean'])}{spread} | " + " | ".join(cells) + " |")  # fmt: skip
+            verdict = (atari_verdict(cell["scores"], reference[ATARI_PAPER], SEED_SPREAD.get(task_name(env_id)))
+                       if method.total_timesteps == ATARI_STEPS else
+                       f"no verdict: Table 6's scores are at {steps_text(ATARI_STEPS)} steps")  # fmt: skip
+            verdicts.append(f"- {task_name(env_id)}, {method.label} at {steps_text(method.total_timesteps)} steps:"
+                            f" {fmt(cell['mean'])}, {verdict}.")  # fmt: skip
+    return lines + ["", "Against the paper's PPO (Table 6):", ""] + verdicts + [""]
+
+
 def variant_sections(rows: list[dict], anchors: dict, resamples: int, seed: int, anchors_source: str) -> list[dict]:
     """Per prefix and length, the Table 1 settings run with that prefix's details (Method.variant), scored on the
     anchors table's Table 1 at that length (anchors: its summarize): per task its random policy 0 and its best setting
@@ -746,7 +834,7 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], var
     for section in variants:
         lines += variant_markdown(section)
 
-    lines += returns_table(summary) + figure3_claim(summary)
+    lines += atari_section(summary, rows) + returns_table(summary) + figure3_claim(summary)
     if plots:
         lines += ["## Plots", ""] + [f"![{os.path.splitext(p)[0]}]({p})" for p in plots] + [""]
     lines += ["## Provenance and notes", ""] + [f"- {n}" for n in summary["notes"]] + [""]
@@ -777,8 +865,8 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
             mean_curve = [np.mean([curves[r["name"]][1][curves[r["name"]][0] == s][0] for r in runs]) for s in common]
             ax.plot(common, mean_curve, color=colors[method], linewidth=1.8, label=f"{label} (n={len(runs)})")
         reference = REFERENCE.get(task_name(env_id), {}) if references else {}
-        for name, value in list(reference.items())[:1]:  # the paper's figure
-            ax.axhline(value, color="gray", linestyle="--", linewidth=1, label=name)
+        for name, style in zip([n for n in REFERENCE_LINES if n in reference], ("--", ":")):
+            ax.axhline(reference[name], color="gray", linestyle=style, linewidth=1, label=name)
         ax.set_title(env_id, fontsize=10)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=7)

@@ -63,10 +63,13 @@ RESULTS_TABLES = os.path.join(ROOT, "benchmark", "results")
 # Columns of a grid's results table, one row per finished run. commit: HEAD as the run last started; dirty: whether
 # the run's script then differed from that commit (edited, staged, or not committed at all). Changes elsewhere, these
 # tables included, do not count: the script alone decides a run's numbers (the rows finished by 2026-12-02 were
-# written when any changed tracked file set it). script_sha256: the script's hash as the run last started
-COLUMNS = ["name", "script", "tag", "label", "flags", "env_id", "seed", "total_timesteps", "score", "episodes",
-           "commit", "dirty", "script_sha256", "script_versions", "wall_s", "sps", "attempts", "finished_at", "host",
-           "cpu", "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy", "args"]  # fmt: skip
+# written when any changed tracked file set it). script_sha256: the script's hash as the run last started. score: the
+# mean return of the last 100 episodes (§6.1, Table 6); score_all: of every episode of training (Table 2's "average
+# reward per episode over the entire training period"; empty in rows finished before 2026-12-03)
+COLUMNS = ["name", "script", "tag", "label", "flags", "env_id", "seed", "total_timesteps", "score", "score_all",
+           "episodes", "commit", "dirty", "script_sha256", "script_versions", "wall_s", "sps", "attempts",
+           "finished_at", "host", "cpu",
+           "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy", "args"]  # fmt: skip
 CURVE_COLUMNS = ["name", "step", "return_last100"]
 PACKAGES = ["torch", "gymnasium", "mujoco", "ale-py", "numpy"]
 CURVE_POINTS = 100
@@ -517,6 +520,7 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
         result = {
             **spec, "status": "finished", "run_dir": os.path.relpath(run_dir, folder),
             "last100": sum(returns[-100:]) / len(returns[-100:]) if returns else None, "episodes": len(returns),
+            "score_all": sum(returns) / len(returns) if returns else None,
             "args": args, "total_timesteps_run": steps, "wall_s": round(wall, 1), "attempts": len(attempts),
             "sps": round(steps / wall, 1) if steps and wall else None, "resumed": checkpoint is not None,
             "script_versions": sorted({a["script_sha256"] for a in attempts}),

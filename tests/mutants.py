@@ -135,6 +135,11 @@ BREAKS = [
     Break("ppo_atari.py", "layer_init(nn.Conv2d(4, 16, 8, stride=4)", "layer_init(nn.Conv2d(4, 32, 8, stride=4)",
           "ppo_atari: the a3c network's first conv has 32 filters",
           also=(("layer_init(nn.Conv2d(16, 32, 4, stride=2)", "layer_init(nn.Conv2d(32, 32, 4, stride=2)"),)),
+    # the verdict on Table 6: which side of the paper's PPO a game's score lies, and how far counts as "at"
+    Break("benchmark/report.py", 'side = "above" if diff > 0 else "below"', 'side = "above" if diff < 0 else "below"',
+          "report: an Atari score below the paper's is called above"),
+    Break("benchmark/report.py", "if abs(diff) <= spread:", "if True:",
+          "report: any one-seed Atari score is at the paper's, whatever CleanRL's seed spread"),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -159,6 +164,7 @@ FAST_TESTS = [
     "tests/test_reinforce.py::test_trust_region_step_leaves_a_small_step_and_cuts_a_large_one_to_the_bound",
     "tests/test_reinforce.py::test_trust_region_gradients_wrt_the_gaussians_statistics",
     "tests/test_fork.py",
+    "tests/test_report.py::test_atari_against_table_6",
 ]
 
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from benchmark import presets
@@ -174,6 +175,8 @@ def test_smoke_grid_records_provenance_and_skips_finished_runs(tmp_path):
         assert row["script"] == "ppo_continuous.py" and row["flags"] == "--num-steps 256"
         assert row["env_id"] == "InvertedPendulum-v4" and row["total_timesteps"] == "1024"
         assert float(row["score"]) == pytest.approx(result["last100"]) and int(row["episodes"]) == result["episodes"]
+        _, returns = runner.read_episodes(os.path.join(folder, result["run_dir"], "episodes.csv"))
+        assert float(row["score_all"]) == pytest.approx(np.mean(returns))  # Table 2's metric: every episode
         # provenance: the code, the packages, the machine, the flags the script ran with, the time it took
         assert row["commit"] == commit and row["dirty"] in ("True", "False") and row["script_sha256"] == sha
         for package in runner.PACKAGES:
@@ -268,6 +271,8 @@ def test_dirty_means_the_runs_script_differs_from_its_commit(tmp_path, monkeypat
         run = runner.Run(f"run{seed}", "train.py", script, "Hopper-v4", seed, "default", "", "--score 5", 1000)
         result = runner.run_one(run, str(tmp_path / "out"), {"commit": None, "dirty": None})
         assert result["status"] == "finished", result
+        # the fake's last 100 of 200 episodes average 5, the first 100 average 0: each score reads its own episodes
+        assert result["last100"] == pytest.approx(5) and result["score_all"] == pytest.approx(2.5)
         return result["dirty"]
 
     script = str(repo / "train.py")

@@ -424,3 +424,38 @@ def test_bad_anchors_are_one_line_and_exit_code_2(tmp_path):
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert proc.stderr.startswith(f"error: {tmp_path / anchors}: ")
     assert not (tmp_path / "grid").exists()  # nothing written
+
+
+def test_atari_against_table_6(tmp_path):
+    def game(env_id, seed, score, steps=10_000_000, **extra):
+        return {**row("default", env_id, seed, score, script="ppo_atari.py", flags="", steps=steps), **extra}
+
+    rows = [game("BreakoutNoFrameskip-v4", 1, 300.0, score_all=120.0, wall_s=14_400, sps=694.4),
+            game("PongNoFrameskip-v4", 1, 20.0, score_all=5.0), game("PongNoFrameskip-v4", 2, 21.0, score_all=7.0),
+            game("BeamRiderNoFrameskip-v4", 1, 900.0), game("BreakoutNoFrameskip-v4", 1, 15.0, steps=1_000_000),
+            row("clip-0.2", "Hopper-v4", 1, 100)]  # fmt: skip
+    path = str(tmp_path / "atari.csv")
+    write_table(path, rows)
+    table = report.read_table(path)[0]
+    text = "\n".join(report.atari_section(report.summarize(table, {}, resamples=100, seed=0), table))
+    assert "| game | method | steps | n | last 100 | all training | paper PPO, Table 6 | paper A2C, Table 6 |" in text
+    # the last 100 and all training games, the paper's three, CleanRL's and ppo2's, hours and SPS; MuJoCo not here
+    assert "| Breakout | ppo_atari default | 10M | 1 | 300.0 | 120.0 | 274.8 | 303.0 | 456.4 | 414.7 | 406.6 |" \
+           " 4.00 | 694 |" in text  # fmt: skip
+    assert "| Pong | ppo_atari default | 10M | 2 | 20.5 ± 0.7 | 6.0 | 20.7 |" in text and "Hopper" not in text
+    assert "| BeamRider | ppo_atari default | 10M | 1 | 900.0 | – |" in text  # a row without score_all, wall, SPS
+    # one seed: within CleanRL's seed-to-seed std (28.1 on Breakout) is "at", beyond it (484.6 on BeamRider) is not
+    assert "- Breakout, ppo_atari default at 10M steps: 300.0, **at** the paper's PPO: above it by 25.2 (+9%" in text
+    assert "- BeamRider, ppo_atari default at 10M steps: 900.0, **below** the paper's PPO by 690.0 (-43%" in text
+    # two seeds: the paper's 20.7 inside the 95% t-interval of 20.5 ± 12.71 * 0.71 / sqrt(2) = ± 6.35
+    assert "Pong, ppo_atari default at 10M steps: 20.5, **at** the paper's PPO: its 20.7 lies inside the 95%" \
+           " t-interval of our mean over 2 seeds [14.1, 26.9]" in text  # fmt: skip
+    assert "- Breakout, ppo_atari default at 1M steps: 15.0, no verdict: Table 6's scores are at 10M steps." in text
+    verdict = report.atari_verdict([20.0, 20.2, 20.1], 20.7, None)  # a tight spread: the paper's score outside it
+    assert verdict.startswith("**below** the paper's PPO by 0.6 (-3% of the paper's 20.7), beyond the 95% t-interval")
+    assert report.atari_verdict([300.0], 274.8, None).endswith(
+        "no public seed-to-seed spread on this game to read it by"
+    )
+    # without a game of Table 6: no section
+    mujoco = [r for r in table if r["env_id"] == "Hopper-v4"]
+    assert report.atari_section(report.summarize(mujoco, {}, resamples=100, seed=0), mujoco) == []
