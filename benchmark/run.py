@@ -777,42 +777,76 @@ def describe(outcome: dict) -> str:
     return f"{status:<9} {name}"
 
 
+def steps_done(folder: str) -> int:
+    """The step a run's episodes have reached (0 before its first episode)."""
+    csvs = sorted(glob.glob(os.path.join(folder, "runs", "*", "episodes.csv")))
+    steps = read_episodes(csvs[-1])[0] if csvs else []
+    return steps[-1] if steps else 0
+
+
+def own_sps(folder: str) -> Optional[float]:
+    """A run's own SPS so far, for a script none of whose runs has finished (a 10M-step Atari run that crosses
+    sessions): the step its episodes reached over the seconds of its attempts (attempts.jsonl), plus, while another
+    process runs it (its lock held), the time since that attempt started (log.txt's last "== <time> on" line). None
+    before its first episode."""
+    steps, seconds = steps_done(folder), 0.0
+    if os.path.exists(os.path.join(folder, "attempts.jsonl")):
+        with open(os.path.join(folder, "attempts.jsonl")) as f:
+            seconds = sum(json.loads(line)["seconds"] for line in f if line.strip())
+    lock, _ = take_lock(folder, patience=0) if os.path.isdir(folder) else (0, "")
+    if lock is None and os.path.exists(os.path.join(folder, "log.txt")):  # held: an attempt is running now
+        with open(os.path.join(folder, "log.txt")) as f:
+            starts = re.findall(r"^== (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) on ", f.read(), re.M)
+        seconds += time.time() - time.mktime(time.strptime(starts[-1], "%Y-%m-%d %H:%M:%S")) if starts else 0
+    elif lock:
+        os.close(lock)  # free: released at once, the dry run takes nothing
+    return steps / seconds if steps and seconds > 0 else None
+
+
 def estimate(runs: list[Run], args: Args, finished: set[str], table: str) -> str:
     """The wall time left, from the SPS (wall time included) of finished runs in the results tables: the same script
-    and task on this CPU model first, then the same script and task anywhere, then the same script."""
+    and task on this CPU model first, then the same script and task anywhere, then the same script. A script with no
+    finished run is timed by its runs in progress (own_sps): the run's own speed, else the median of its script's."""
     rows = [row for row, _ in recorded_runs(table, args.tables_dir).values() if row.get("sps")]
     cpu = machine_state()["cpu"]
+    folders = {run.name: os.path.join(args.results_dir, run.name) for run in runs}
+    progress = {run.name: own_sps(folders[run.name]) for run in runs if run.name not in finished}
 
-    def sps(run: Run) -> Optional[float]:
+    def sps(run: Run) -> tuple[Optional[float], bool]:
+        """The speed to time the run by, and whether it comes from runs in progress."""
         script = os.path.basename(run.script)
         for keep in (lambda r: r["env_id"] == run.env_id and r["cpu"] == cpu, lambda r: r["env_id"] == run.env_id,
                      lambda r: True):  # fmt: skip
             found = [float(r["sps"]) for r in rows if r["script"] == script and keep(r)]
             if found:
-                return statistics.median(found)
-        return None
+                return statistics.median(found), False
+        same = [progress[r.name] for r in runs if r.script == run.script and progress.get(r.name)]
+        return progress.get(run.name) or (statistics.median(same) if same else None), True
 
-    seconds, unknown = 0.0, []
+    seconds, unknown, in_progress = 0.0, [], 0
     for run in runs:
         if run.name in finished:
             continue
-        total = run.total_timesteps or 1_000_000
-        folder_csv = sorted(glob.glob(os.path.join(args.results_dir, run.name, "runs", "*", "episodes.csv")))
-        done_steps = read_episodes(folder_csv[-1])[0][-1:] if folder_csv else []
-        speed = sps(run)
+        speed, from_progress = sps(run)
         if speed is None:
             unknown.append(run.name)
         else:
-            seconds += (total - (done_steps[0] if done_steps else 0)) / speed
+            seconds += ((run.total_timesteps or 1_000_000) - steps_done(folders[run.name])) / speed
+            in_progress += from_progress
     left = len(runs) - len(finished)
     hours = seconds / args.jobs / 3600
     text = f"{len(runs)} runs, {len(finished)} finished, {left} to run"
     if left and len(unknown) == left:
-        return text + "; no estimate of the time left: no run of their scripts is in the results tables yet"
+        return text + "; no estimate of the time left: no run of their scripts has finished or made progress yet"
     if left:
-        text += f"; about {hours:.1f} h left at {args.jobs} at a time, from the measured SPS of finished runs"
+        timed = left - len(unknown)
+        source = ("the measured SPS of finished runs" if not in_progress else
+                  "the SPS of runs in progress so far (their wall time over the steps they reached)"
+                  if in_progress == timed else
+                  f"the measured SPS of finished runs, and for {in_progress} of runs in progress so far")  # fmt: skip
+        text += f"; about {hours:.1f} h left at {args.jobs} at a time, from {source}"
     if unknown:
-        text += f" ({len(unknown)} runs not counted: no run of their script has finished yet)"
+        text += f" ({len(unknown)} runs not counted: no run of their script has finished or made progress yet)"
     return text
 
 

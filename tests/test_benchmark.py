@@ -241,6 +241,32 @@ def test_dry_run_estimates_the_time_left_from_measured_sps(tmp_path):
     assert "22 runs, 0 finished, 22 to run; about 2.3 h left at 2 at a time" in proc.stdout
 
 
+def test_dry_run_times_a_script_without_finished_runs_by_its_runs_in_progress(tmp_path):
+    # two 10M-step runs of a script that no table holds: the first has reached step 5,000 in 20 + 5 s of attempts
+    args = runner.Args(scripts=[FAKE], env_ids=["Hopper-v4", "Walker2d-v4"], seeds=[1], total_timesteps=10_000_000,
+                       results_dir=str(tmp_path / "out"), tables_dir=str(tmp_path / "tables"), jobs=1)  # fmt: skip
+    first, second = runner.build_grid(args)
+    folder = tmp_path / "out" / first.name
+    (folder / "runs" / "x").mkdir(parents=True)
+    (folder / "runs" / "x" / "episodes.csv").write_text("global_step,episodic_return,episodic_length\n"
+                                                        "2500,1.0,10\n5000,2.0,10\n")  # fmt: skip
+    (folder / "attempts.jsonl").write_text('{"seconds": 20.0}\n{"seconds": 5.0}\n')
+    assert runner.own_sps(str(folder)) == pytest.approx(200) and runner.own_sps(str(tmp_path / "none")) is None
+    # (10M - 5,000) / 200 s for the first, 10M / 200 s for the second (its script's runs in progress): 27.8 h
+    text = runner.estimate([first, second], args, set(), str(tmp_path / "tables" / "grid.csv"))
+    assert text == ("2 runs, 0 finished, 2 to run; about 27.8 h left at 1 at a time, from the SPS of runs in progress"
+                    " so far (their wall time over the steps they reached)")  # fmt: skip
+    # while a process holds the run's lock, its attempt in progress counts from its start in log.txt (30 s ago)
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - 30))
+    (folder / "log.txt").write_text(f"== 2026-01-01 00:00:00 on host: an earlier attempt\n== {started} on host: x\n")
+    lock, _ = runner.take_lock(str(folder))
+    try:
+        assert runner.own_sps(str(folder)) == pytest.approx(5000 / (25 + 30), rel=0.03)
+    finally:
+        os.close(lock)
+    assert runner.own_sps(str(folder)) == pytest.approx(200)  # the lock free again: no attempt running
+
+
 def test_the_recorded_flags_are_the_checkpoints_on_resume(tmp_path):
     (run,) = runner.build_grid(runner.Args(preset="smoke", seeds=[1]))
     folder = tmp_path / "out" / run.name
