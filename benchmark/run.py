@@ -68,8 +68,8 @@ RESULTS_TABLES = os.path.join(ROOT, "benchmark", "results")
 # reward per episode over the entire training period"; empty in rows finished before 2026-12-03)
 COLUMNS = ["name", "script", "tag", "label", "flags", "env_id", "seed", "total_timesteps", "score", "score_all",
            "episodes", "commit", "dirty", "script_sha256", "script_versions", "wall_s", "sps", "attempts",
-           "finished_at", "host", "cpu",
-           "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy", "args"]  # fmt: skip
+           "finished_at", "host", "cpu", "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy",
+           "args"]  # fmt: skip
 CURVE_COLUMNS = ["name", "step", "return_last100"]
 PACKAGES = ["torch", "gymnasium", "mujoco", "ale-py", "numpy"]
 CURVE_POINTS = 100
@@ -363,6 +363,15 @@ def latest_checkpoint(folder: str) -> Optional[str]:
     return max(paths, key=os.path.getmtime) if paths else None
 
 
+def read_attempts(folder: str) -> list[dict]:
+    """A run folder's attempts.jsonl: one dict per finished start (none before the first ends)."""
+    path = os.path.join(folder, "attempts.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def read_episodes(csv_path: str) -> tuple[list[int], list[float]]:
     """The global step at the end of each episode, and its return."""
     with open(csv_path) as f:
@@ -511,8 +520,7 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
         candidates = [os.path.dirname(p) for p in glob.glob(os.path.join(folder, "runs", "*", "episodes.csv"))]
         run_dir = max(candidates, key=os.path.getmtime) if candidates else None
     if returncode == 0 and run_dir is not None:
-        with open(os.path.join(folder, "attempts.jsonl")) as f:
-            attempts = [json.loads(line) for line in f if line.strip()]
+        attempts = read_attempts(folder)
         _, returns = read_episodes(os.path.join(run_dir, "episodes.csv"))
         args = saved_args(os.path.join(run_dir, "checkpoint.pt"))
         steps = (args or {}).get("total_timesteps") or run.total_timesteps
@@ -789,10 +797,7 @@ def own_sps(folder: str) -> Optional[float]:
     sessions): the step its episodes reached over the seconds of its attempts (attempts.jsonl), plus, while another
     process runs it (its lock held), the time since that attempt started (log.txt's last "== <time> on" line). None
     before its first episode."""
-    steps, seconds = steps_done(folder), 0.0
-    if os.path.exists(os.path.join(folder, "attempts.jsonl")):
-        with open(os.path.join(folder, "attempts.jsonl")) as f:
-            seconds = sum(json.loads(line)["seconds"] for line in f if line.strip())
+    steps, seconds = steps_done(folder), sum(a["seconds"] for a in read_attempts(folder))
     lock, _ = take_lock(folder, patience=0) if os.path.isdir(folder) else (0, "")
     if lock is None and os.path.exists(os.path.join(folder, "log.txt")):  # held: an attempt is running now
         with open(os.path.join(folder, "log.txt")) as f:

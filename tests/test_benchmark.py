@@ -46,11 +46,6 @@ def table(path) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def attempts(folder: str) -> list[dict]:
-    with open(os.path.join(folder, "attempts.jsonl")) as f:
-        return [json.loads(line) for line in f]
-
-
 def alive(pid: int) -> bool:
     """Whether pid runs (a zombie, dead but not yet reaped by its parent, counts as ended)."""
     try:
@@ -338,13 +333,14 @@ def test_failed_runs_are_recorded_retried_and_the_rest_go_on(tmp_path):
     with open(os.path.join(found["fake_script__InvertedPendulum-v4__fail__default__1"], "error.json")) as f:
         error = json.load(f)
     assert error["returncode"] == 1 and "fake_script: something broke" in error["log_tail"]
-    assert len(attempts(found["fake_script__InvertedPendulum-v4__fail__default__1"])) == 2  # tried, then retried once
+    failed = found["fake_script__InvertedPendulum-v4__fail__default__1"]
+    assert len(runner.read_attempts(failed)) == 2  # tried, then retried once
     crash = found["fake_script__InvertedPendulum-v4__crash__default__1"]  # crashed, then resumed from its checkpoint
-    assert [a["resumed_from"] for a in attempts(crash)] == [None, "runs/fake/checkpoint.pt"]
+    assert [a["resumed_from"] for a in runner.read_attempts(crash)] == [None, "runs/fake/checkpoint.pt"]
     with open(os.path.join(crash, "result.json")) as f:
         assert json.load(f)["resumed"]
     bad = found["ppo_continuous__InvertedPendulum-v4__bad__default__1"]  # exit code 2, bad flags: not retried
-    assert len(attempts(bad)) == 1
+    assert len(runner.read_attempts(bad)) == 1
     with open(os.path.join(bad, "error.json")) as f:
         assert "--num-steps must be positive" in json.load(f)["log_tail"]
 
@@ -384,7 +380,7 @@ def test_two_runners_on_one_folder_train_each_run_once(tmp_path):
     outputs = [p.communicate(timeout=120)[0] for p in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outputs
     for folder in folders(tmp_path).values():  # each run trained by one process, once
-        assert len(attempts(folder)) == 1
+        assert len(runner.read_attempts(folder)) == 1
         with open(os.path.join(folder, "runs", "fake", "pids.txt")) as f:
             assert len(f.read().split()) == 1
     said = "\n".join(outputs)
@@ -465,7 +461,7 @@ def test_ray_cluster_without_a_shared_filesystem(tmp_path, ray_cluster):
         assert os.path.exists(os.path.join(folder, result["run_dir"], "episodes.csv"))
         assert os.path.exists(os.path.join(folder, result["run_dir"], "checkpoint.pt"))
         # the worker ran the copy of the repo that Ray shipped, not the driver's files
-        (attempt,) = attempts(folder)
+        (attempt,) = runner.read_attempts(folder)
         assert not attempt["script"].startswith(ROOT) and attempt["script"].endswith("/ppo_continuous.py")
     shutil.rmtree(worker_dir)  # a lost worker disk loses nothing: the driver holds every finished run
     again = bench(*TINY, *flags, tmp_path=tmp_path)
@@ -482,7 +478,7 @@ def test_ray_cluster_without_a_shared_filesystem(tmp_path, ray_cluster):
         pids = [int(p) for p in f.read().split()]
     assert len(pids) == 2 and not any(alive(p) for p in pids)  # none left orphaned
     driver_folder = folders(tmp_path)["fake_script__Hopper-v4__kill-parent-once__default__1"]
-    assert [a["resumed_from"] for a in attempts(driver_folder)] == ["runs/fake/checkpoint.pt"]
+    assert [a["resumed_from"] for a in runner.read_attempts(driver_folder)] == ["runs/fake/checkpoint.pt"]
 
 
 def test_the_atari_profile_accounts_for_every_stage_of_an_iteration(tmp_path):

@@ -426,7 +426,7 @@ def test_bad_anchors_are_one_line_and_exit_code_2(tmp_path):
     assert not (tmp_path / "grid").exists()  # nothing written
 
 
-def test_atari_against_table_6(tmp_path):
+def test_atari_against_table_6(tmp_path, monkeypatch):
     def game(env_id, seed, score, steps=10_000_000, **extra):
         return {**row("default", env_id, seed, score, script="ppo_atari.py", flags="", steps=steps), **extra}
 
@@ -456,6 +456,14 @@ def test_atari_against_table_6(tmp_path):
     assert report.atari_verdict([300.0], 274.8, None).endswith(
         "no public seed-to-seed spread on this game to read it by"
     )
+    # the curves: the paper's final score and CleanRL's as lines on each game's panel, the paper's alone on MuJoCo's
+    lines = []
+    monkeypatch.setattr(report.plt.Axes, "axhline", lambda ax, y, **kw: lines.append((y, kw["label"])))
+    summary, curves = report.summarize(table, {}, resamples=100, seed=0), report.read_table(path)[1]
+    report.plot_figure3(summary, table, curves, str(tmp_path / "f.png"), True)
+    paper, cleanrl = "paper PPO, Table 6", "CleanRL ppo_atari, 3 seeds"
+    assert sorted(lines) == sorted([(1590.0, paper), (1915.9, cleanrl), (274.8, paper), (414.7, cleanrl),
+                                    (2200, "paper PPO, Fig. 3 (approx.)"), (20.7, paper), (20.4, cleanrl)])  # fmt: skip
     # without a game of Table 6: no section
     mujoco = [r for r in table if r["env_id"] == "Hopper-v4"]
     assert report.atari_section(report.summarize(mujoco, {}, resamples=100, seed=0), mujoco) == []
