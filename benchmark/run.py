@@ -23,7 +23,9 @@ killing a runner or a Ray worker leaves no training behind.
 Run the same command again and it carries on: finished runs are skipped, unfinished ones resume from their last
 checkpoint with --resume, failed ones are tried again; within one call a failed run is retried --retries times.
 Ctrl-C (or SIGTERM) asks each running script to save a checkpoint and stop. Exit code: 0 when no run failed, 1 when
-some failed, 2 for bad input, 130 when interrupted.
+some failed, 2 for bad input, 130 when interrupted. A runner in the background (nohup ... &) prints its pid first:
+stop it with `kill -INT PID`. (A `kill -INT "$(pgrep -f PATTERN)"` in a script fails when PATTERN also matches the
+shell running it: pgrep then prints two pids, which kill refuses as one argument.)
 
 Each finished run becomes a row of the grid's results table, benchmark/results/{grid}.csv (score, episodes, flags,
 provenance), and about 100 points of its learning curve in benchmark/results/{grid}_curves.csv; both are meant to be
@@ -923,7 +925,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         return
     where = f"{args.jobs} at a time here" if args.backend == "local" else f"on Ray ({args.address or 'local'})"
     print(f"{len(runs)} runs ({len(finished)} finished earlier), {where}; run folders in {args.results_dir}, results"
-          f" table {table}", flush=True)  # fmt: skip
+          f" table {table}; runner pid {os.getpid()}", flush=True)  # fmt: skip
 
     outcomes = {}
     codes = {path: git_state(path) for path in {run.script_path for run in runs}}  # each script's, as the grid starts

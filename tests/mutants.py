@@ -140,6 +140,9 @@ BREAKS = [
           "report: an Atari score below the paper's is called above"),
     Break("benchmark/report.py", "if abs(diff) <= spread:", "if True:",
           "report: any one-seed Atari score is at the paper's, whatever CleanRL's seed spread"),
+    # the grid runner: a Ctrl-C must stop the running script and every run still to come
+    Break("benchmark/run.py", "        request_stop(list(self.pending.values()), self.args.results_dir)\n",
+          "        pass\n", "runner: Ctrl-C writes no stop files, so the next run starts anyway"),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -165,6 +168,7 @@ FAST_TESTS = [
     "tests/test_reinforce.py::test_trust_region_gradients_wrt_the_gaussians_statistics",
     "tests/test_fork.py",
     "tests/test_report.py::test_atari_against_table_6",
+    "tests/test_benchmark.py::test_sigint_between_two_runs_stops_the_grid_and_starts_no_other",
 ]
 
 

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -427,6 +428,29 @@ def test_sigterm_stops_the_grid_with_checkpoints_and_the_next_call_resumes(tmp_p
     assert again.returncode == 0, again.stdout + again.stderr
     with open(os.path.join(first, "result.json")) as f:
         assert json.load(f)["resumed"]
+
+
+def test_sigint_between_two_runs_stops_the_grid_and_starts_no_other(tmp_path):
+    # Ctrl-C (or `kill -INT` of a runner in the background) just as one run has finished and the next one starts
+    flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--jobs", "1", "--variants", "",
+             "--sleep 60", "--sleep 60 --score 2"]  # fmt: skip
+    proc = bench(*flags, tmp_path=tmp_path, wait=False)
+    deadline = time.time() + 60
+    while not [f for f in folders(tmp_path).values() if os.path.exists(os.path.join(f, "result.json"))]:
+        assert time.time() < deadline and proc.poll() is None, "the first run never finished"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    output = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 130 and "1 finished now" in output, output
+    assert f"; runner pid {proc.pid}\n" in output  # what a user stops a runner in the background with
+    found = folders(tmp_path)
+    assert os.path.exists(os.path.join(found["fake_script__Hopper-v4__default__default__1"], "result.json"))
+    started = [f for f in found.values() if "started" in read_text(os.path.join(f, "log.txt"))]
+    assert len(started) <= 1, output  # the next run was stopped as it began, or never began; the last never began
+    for folder in started:  # stopped with its checkpoint, and its training process is gone
+        assert os.path.exists(os.path.join(folder, "runs", "fake", "checkpoint.pt"))
+        assert not os.path.exists(os.path.join(folder, "result.json"))
+        assert not any(alive(int(p)) for p in read_text(os.path.join(folder, "runs", "fake", "pids.txt")).split())
 
 
 @pytest.fixture
