@@ -602,16 +602,20 @@ class LocalPool:
     def submit(self, run: Run) -> None:
         self.pending[self.pool.submit(run_one, run, self.args.results_dir, self.codes[run.script_path])] = run
 
+    def wait(self) -> None:
+        wait(self.pending, return_when=FIRST_COMPLETED)
+
     def next_outcome(self) -> tuple[Run, dict]:
-        done, _ = wait(self.pending, return_when=FIRST_COMPLETED)
-        future = done.pop()
+        future = next(f for f in self.pending if f.done())
         return self.pending.pop(future), future.result()
 
-    def stop(self) -> None:
+    def stop(self) -> list[dict]:
         request_stop(list(self.pending.values()), self.args.results_dir)
         for future in self.pending:
             future.cancel()
         self.pool.shutdown(wait=True)  # the scripts save their checkpoints on the way out
+        # A run that finished just as the signal came (its result.json written, its thread not yet done) is finished
+        return [f.result() for f in self.pending if not f.cancelled() and f.exception() is None]
 
     def close(self) -> None:
         self.pool.shutdown(wait=True)
@@ -652,6 +656,9 @@ class RayPool:
         script = os.path.relpath(run.script_path, ROOT)  # where the script lies in the repo, and so in working_dir
         self.pending[self.task.remote(run, script, worker_dir, self.codes[run.script_path], seed_files)] = run
 
+    def wait(self) -> None:
+        self.ray.wait(list(self.pending), num_returns=1)
+
     def next_outcome(self) -> tuple[Run, dict]:
         (ref,), _ = self.ray.wait(list(self.pending), num_returns=1)
         run = self.pending.pop(ref)
@@ -665,11 +672,18 @@ class RayPool:
         put_files(folder, outcome.pop("files"))
         return run, outcome
 
-    def stop(self) -> None:
+    def stop(self) -> list[dict]:
         for ref in self.pending:  # a KeyboardInterrupt in the task: the script saves a checkpoint on the worker's disk
             self.ray.cancel(ref)
-        self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=600)
+        ready, _ = self.ray.wait(list(self.pending), num_returns=len(self.pending), timeout=600)
+        finished = []  # a task that had finished before its cancel came: its files and outcome, as next_outcome's
+        for ref in ready:
+            with contextlib.suppress(self.ray.exceptions.RayError):
+                outcome = self.ray.get(ref)
+                put_files(os.path.join(self.args.results_dir, outcome["name"]), outcome.pop("files"))
+                finished.append(outcome)
         self.close()
+        return finished
 
     def close(self) -> None:
         self.ray.shutdown()
@@ -680,6 +694,21 @@ def request_stop(runs: list[Run], results_dir: str) -> None:
     for run in runs:
         os.makedirs(os.path.join(results_dir, run.name), exist_ok=True)
         open(os.path.join(results_dir, run.name, "stop"), "w").close()
+
+
+@contextlib.contextmanager
+def interrupts_deferred():
+    """Hold a Ctrl-C or SIGTERM back until the block ends, then stop the grid as it would have: a run's outcome is
+    never half handled (taken from the pool but not yet in the results table)."""
+    caught = []
+    handlers = {s: signal.signal(s, lambda signum, _: caught.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def stop_on_sigterm(signum, frame) -> None:
@@ -957,20 +986,24 @@ def main(argv: Optional[list[str]] = None) -> None:
         for run in todo:
             pool.submit(run)
         while pool and pool.pending:
-            run, outcome = pool.next_outcome()
-            retry = outcome["status"] == "failed" and outcome.get("returncode") != 2 and tries[run.name] < args.retries
-            if retry:
-                tries[run.name] += 1
-                print(f"  retry {tries[run.name]}/{args.retries} of {run.name}: {describe(outcome)}", flush=True)
-                pool.submit(run)
-            else:
-                on_outcome(outcome)
+            pool.wait()  # where a Ctrl-C lands; one that comes while a finished run is recorded waits for its end
+            with interrupts_deferred():
+                run, outcome = pool.next_outcome()
+                retry = outcome["status"] == "failed" and outcome.get("returncode") != 2
+                if retry and tries[run.name] < args.retries:
+                    tries[run.name] += 1
+                    print(f"  retry {tries[run.name]}/{args.retries} of {run.name}: {describe(outcome)}", flush=True)
+                    pool.submit(run)
+                else:
+                    on_outcome(outcome)
         if pool:
             pool.close()
     except KeyboardInterrupt:
         interrupted = True
         print("\ninterrupted: the running scripts save a checkpoint and stop ...", flush=True)
-        pool.stop()
+        for outcome in pool.stop():  # runs that finished as the signal came go in the table; the stopped ones resume
+            if outcome["status"] not in ("interrupted", "not started"):
+                on_outcome(outcome)
 
     counts = {s: sum(o["status"] == s for o in outcomes.values()) for s in ("finished", "skipped", "failed", "busy")}
     print(f"\nsummary: {len(runs)} runs: {counts['finished']} finished now, {counts['skipped']} finished earlier,"

@@ -143,6 +143,10 @@ BREAKS = [
     # the grid runner: a Ctrl-C must stop the running script and every run still to come
     Break("benchmark/run.py", "        request_stop(list(self.pending.values()), self.args.results_dir)\n",
           "        pass\n", "runner: Ctrl-C writes no stop files, so the next run starts anyway"),
+    Break("benchmark/run.py", "[f.result() for f in self.pending if not f.cancelled() and f.exception() is None]",
+          "[]", "runner: a run that finishes as Ctrl-C comes is left out of the table"),
+    Break("benchmark/run.py", "signal.signal(s, lambda signum, _: caught.append(signum))",
+          "signal.signal(s, signal.getsignal(s))", "runner: a Ctrl-C cuts the recording of a finished run short"),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -169,6 +173,8 @@ FAST_TESTS = [
     "tests/test_fork.py",
     "tests/test_report.py::test_atari_against_table_6",
     "tests/test_benchmark.py::test_sigint_between_two_runs_stops_the_grid_and_starts_no_other",
+    "tests/test_benchmark.py::test_a_run_that_finishes_as_the_grid_stops_is_handed_back_by_stop",
+    "tests/test_benchmark.py::test_an_interrupt_while_an_outcome_is_recorded_waits_for_the_end_of_it",
 ]
 
 
