@@ -603,7 +603,8 @@ class LocalPool:
         self.pending[self.pool.submit(run_one, run, self.args.results_dir, self.codes[run.script_path])] = run
 
     def wait(self) -> None:
-        wait(self.pending, return_when=FIRST_COMPLETED)
+        while not wait(self.pending, timeout=0.5, return_when=FIRST_COMPLETED).done:
+            handle_signals()
 
     def next_outcome(self) -> tuple[Run, dict]:
         future = next(f for f in self.pending if f.done())
@@ -657,7 +658,8 @@ class RayPool:
         self.pending[self.task.remote(run, script, worker_dir, self.codes[run.script_path], seed_files)] = run
 
     def wait(self) -> None:
-        self.ray.wait(list(self.pending), num_returns=1)
+        while not self.ray.wait(list(self.pending), num_returns=1, timeout=0.5)[0]:
+            handle_signals()
 
     def next_outcome(self) -> tuple[Run, dict]:
         (ref,), _ = self.ray.wait(list(self.pending), num_returns=1)
@@ -687,6 +689,14 @@ class RayPool:
 
     def close(self) -> None:
         self.ray.shutdown()
+
+
+def handle_signals() -> None:
+    """Run the handler of a Ctrl-C or SIGTERM that has come, now. The kernel may give a signal to any of the runner's
+    threads; Python runs its handler in the main thread, but when the signal lands on a worker thread, a main thread
+    asleep in a wait is not woken for it (CPython 3.11), and a grid's wait lasts hours. pthread_sigmask runs the
+    handlers of the signals that came, whichever thread took them."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
 def request_stop(runs: list[Run], results_dir: str) -> None:
@@ -967,6 +977,9 @@ def main(argv: Optional[list[str]] = None) -> None:
             record({**outcome, "label": labels[outcome["name"]]}, args.results_dir, table, curves)
 
     signal.signal(signal.SIGTERM, stop_on_sigterm)
+    # A runner started with `&` by a non-interactive shell (nohup, a script) inherits SIGINT ignored, and Python then
+    # keeps it so: without this line `kill -INT` of the pid printed above would stop nothing
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for run in runs:  # stop files of an earlier interrupted invocation
         if os.path.exists(os.path.join(args.results_dir, run.name, "stop")):
             os.remove(os.path.join(args.results_dir, run.name, "stop"))

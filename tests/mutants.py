@@ -147,6 +147,11 @@ BREAKS = [
           "[]", "runner: a run that finishes as Ctrl-C comes is left out of the table"),
     Break("benchmark/run.py", "signal.signal(s, lambda signum, _: caught.append(signum))",
           "signal.signal(s, signal.getsignal(s))", "runner: a Ctrl-C cuts the recording of a finished run short"),
+    Break("benchmark/run.py", "wait(self.pending, timeout=0.5, return_when=FIRST_COMPLETED).done",
+          "wait(self.pending, return_when=FIRST_COMPLETED).done", "runner: a Ctrl-C taken by a worker thread waits "
+          "for the run to end"),
+    Break("benchmark/run.py", "signal.signal(signal.SIGINT, signal.default_int_handler)", "pass",
+          "runner: `kill -INT` of a runner started with & stops nothing"),
 ]  # fmt: skip
 
 # The fast tests: the math on small tensors, the rollout on a chain env, a few seconds of training on a bandit.
@@ -173,6 +178,7 @@ FAST_TESTS = [
     "tests/test_fork.py",
     "tests/test_report.py::test_atari_against_table_6",
     "tests/test_benchmark.py::test_sigint_between_two_runs_stops_the_grid_and_starts_no_other",
+    "tests/test_benchmark.py::test_a_signal_taken_by_a_worker_thread_stops_the_wait_at_once",
     "tests/test_benchmark.py::test_a_run_that_finishes_as_the_grid_stops_is_handed_back_by_stop",
     "tests/test_benchmark.py::test_an_interrupt_while_an_outcome_is_recorded_waits_for_the_end_of_it",
 ]

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -25,13 +26,14 @@ FAKE = os.path.join("tests", "fake_script.py")  # a script with the real ones' C
 TINY = ["--preset", "smoke", "--total-timesteps", "1024", "--jobs", "2"]
 
 
-def bench(*flags: str, tmp_path, cwd: str = ROOT, timeout: float = 240, wait: bool = True, env=None):
+def bench(*flags: str, tmp_path, cwd: str = ROOT, timeout: float = 240, wait: bool = True, env=None, preexec_fn=None):
     """`python -m benchmark.run flags` with its run folders and tables under tmp_path, as a user types it."""
     env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1", **(env or {})}
     cmd = [sys.executable, "-m", "benchmark.run", *flags, "--results-dir", str(tmp_path / "out"), "--tables-dir",
            str(tmp_path / "tables")]  # fmt: skip
     if not wait:
-        return subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                preexec_fn=preexec_fn)  # fmt: skip
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -431,10 +433,11 @@ def test_sigterm_stops_the_grid_with_checkpoints_and_the_next_call_resumes(tmp_p
 
 
 def test_sigint_between_two_runs_stops_the_grid_and_starts_no_other(tmp_path):
-    # Ctrl-C (or `kill -INT` of a runner in the background) just as one run has finished and the next one starts
+    # `kill -INT` of a runner in the background (or Ctrl-C) just as one run has finished and the next one starts. The
+    # runner starts as `nohup python -m benchmark.run ... &` in a script starts it: with SIGINT ignored
     flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--jobs", "1", "--variants", "",
              "--sleep 60", "--sleep 60 --score 2"]  # fmt: skip
-    proc = bench(*flags, tmp_path=tmp_path, wait=False)
+    proc = bench(*flags, tmp_path=tmp_path, wait=False, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.time() + 60
     while not [f for f in folders(tmp_path).values() if os.path.exists(os.path.join(f, "result.json"))]:
         assert time.time() < deadline and proc.poll() is None, "the first run never finished"
@@ -451,6 +454,28 @@ def test_sigint_between_two_runs_stops_the_grid_and_starts_no_other(tmp_path):
         assert os.path.exists(os.path.join(folder, "runs", "fake", "checkpoint.pt"))
         assert not os.path.exists(os.path.join(folder, "result.json"))
         assert not any(alive(int(p)) for p in read_text(os.path.join(folder, "runs", "fake", "pids.txt")).split())
+
+
+def test_a_signal_taken_by_a_worker_thread_stops_the_wait_at_once(tmp_path):
+    # The kernel may give the runner's Ctrl-C to a worker thread (here on purpose): the main thread, asleep in the
+    # pool's wait, must stop within a moment, not when the run ends hours later
+    pool = runner.LocalPool(runner.Args(results_dir=str(tmp_path), jobs=1), {})
+
+    def run_that_takes_the_signal():
+        time.sleep(0.5)  # the main thread is in the wait by now
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        time.sleep(10)
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        pool.pending[pool.pool.submit(run_that_takes_the_signal)] = None
+        start = time.time()
+        with pytest.raises(KeyboardInterrupt):
+            pool.wait()
+        assert time.time() - start < 3, "the Ctrl-C waited for the run to end"
+    finally:
+        signal.signal(signal.SIGINT, before)
+        pool.pool.shutdown(wait=False, cancel_futures=True)
 
 
 def test_a_run_that_finishes_as_the_grid_stops_is_handed_back_by_stop(tmp_path, monkeypatch):
