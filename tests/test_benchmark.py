@@ -434,7 +434,7 @@ def test_sigterm_stops_the_grid_with_checkpoints_and_the_next_call_resumes(tmp_p
 
 def test_sigint_between_two_runs_stops_the_grid_and_starts_no_other(tmp_path):
     # `kill -INT` of a runner in the background (or Ctrl-C) just as one run has finished and the next one starts. The
-    # runner starts as `nohup python -m benchmark.run ... &` in a script starts it: with SIGINT ignored
+    # runner starts with SIGINT ignored, as `nohup python -m benchmark.run ... &` in a script starts it
     flags = ["--scripts", FAKE, "--env-ids", "Hopper-v4", "--seeds", "1", "--jobs", "1", "--variants", "",
              "--sleep 60", "--sleep 60 --score 2"]  # fmt: skip
     proc = bench(*flags, tmp_path=tmp_path, wait=False, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
@@ -464,7 +464,7 @@ def test_a_signal_taken_by_a_worker_thread_stops_the_wait_at_once(tmp_path):
     def run_that_takes_the_signal():
         time.sleep(0.5)  # the main thread is in the wait by now
         signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-        time.sleep(10)
+        time.sleep(5)  # a run that goes on: the broken wait returns only after it
 
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
