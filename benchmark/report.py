@@ -592,9 +592,10 @@ def atari_section(summary: dict, rows: list[dict]) -> list[str]:
     sources = [x for x in sources if any(x in REFERENCE[task_name(e)] for e in games)]
     lines = ["## Atari (Table 6)", "", "Per game: the mean of the last 100 games at the end of training (the paper's"
              " score, Table 6), mean ± sample std over seeds; *all training*: the mean over every game of training"
-             " (Table 2's metric); wall time (hours, all attempts of a run; a resumed run's include its restarts) and"
-             " SPS (steps over that wall time, whatever else the machine ran). References as published: the paper's"
-             " Table 6, CleanRL's and openai/baselines' benchmarks (shared/reference/targets.md).", "",
+             " (Table 2's metric), mean over seeds; wall time (hours, all attempts of a run; a resumed run's include"
+             " its restarts) and SPS (steps over that wall time, whatever else the machine ran), medians over seeds."
+             " References as published: the paper's Table 6, CleanRL's and openai/baselines' benchmarks"
+             " (shared/reference/targets.md).", "",
              "| game | method | steps | n | last 100 | all training | " + " | ".join(sources) + " | wall (h) | SPS |",
              "|-|-|-|-|-|-|" + "-|" * len(sources) + "-|-|"]  # fmt: skip
     verdicts = []
