@@ -15,7 +15,6 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -133,10 +132,6 @@ class Args:
 # NETWORKS: the policy and the value function
 
 
-# The activations the rollout's NumPy policy (Agent.numpy_mean) can follow; any other layer in actor_mean stops the run
-NUMPY_ACTIVATIONS = {nn.Tanh: np.tanh, nn.ReLU: lambda x: np.maximum(x, 0), nn.Identity: lambda x: x}
-
-
 class Agent(nn.Module):
     """Separate policy and value MLPs of 2x64 tanh units (§6.1); Gaussian policy with a state-independent log-std."""
 
@@ -165,68 +160,15 @@ class Agent(nn.Module):
         self.actor_mean = mlp(act_dim, 0.01)  # a small last layer starts the policy near mean 0
         self.actor_logstd = nn.Parameter(torch.zeros(act_dim))
 
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
+    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s), one number per observation."""
         return self.critic(obs).squeeze(-1)
 
-    def numpy_mean(self):
-        """μ(s) in NumPy with the current weights, for the rollout, where a torch call costs ~10x its arithmetic.
-        It follows actor_mean layer by layer, so an edit of the network carries over; a layer it cannot follow, or
-        a result that differs from actor_mean's on a probe input, stops the run: the rollout must sample from the
-        very network the update scores."""
-        layers = []
-        for module in self.actor_mean if isinstance(self.actor_mean, nn.Sequential) else [self.actor_mean]:
-            if isinstance(module, nn.Linear):
-                weight = module.weight.detach().cpu().numpy().T
-                bias = module.bias.detach().cpu().numpy() if module.bias is not None else 0.0
-                layers.append(lambda x, weight=weight, bias=bias: x @ weight + bias)
-            elif type(module) in NUMPY_ACTIVATIONS:
-                layers.append(NUMPY_ACTIVATIONS[type(module)])
-            else:
-                sys.exit(f"error: the rollout's NumPy policy has no {type(module).__name__} (in actor_mean): add it to "
-                         "NUMPY_ACTIVATIONS, or sample the rollout's actions with actor_mean in torch")  # fmt: skip
-
-        def policy_mean(obs: np.ndarray) -> np.ndarray:
-            for layer in layers:
-                obs = layer(obs)
-            return obs
-
-        probe = np.random.default_rng(0).standard_normal((8, self.actor_mean[0].in_features), dtype=np.float32)
-        with torch.inference_mode():  # a generator of its own: the training RNG is not touched
-            expected = self.actor_mean(torch.from_numpy(probe).to(self.actor_logstd.device)).cpu().numpy()
-        # float32 rounding grows with the size of the terms summed, not of the result: compare against that scale
-        if np.abs(policy_mean(probe) - expected).max() > 1e-4 * (1 + np.abs(expected).max()):
-            sys.exit("error: the rollout's NumPy policy (numpy_mean) and actor_mean give different means, so the "
-                     "rollout would sample from another network than the update scores: make them agree")  # fmt: skip
-        return policy_mean
-
-
-def flatten_parameters(module: nn.Module) -> nn.Parameter:
-    """Parameters and gradients as views into two flat tensors (call after .to()), so that Adam and the norm clip make
-    one call, not one per layer: per-call overhead is most of a small update."""
-    params = list(module.parameters())
-    flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
-    flat.grad = torch.zeros_like(flat)
-    offset = 0
-    for p in params:
-        p.data = flat.data[offset : offset + p.numel()].view_as(p)
-        p.grad = flat.grad[offset : offset + p.numel()].view_as(p)
-        offset += p.numel()
-    return flat
-
-
-def check_flat(module: nn.Module, flat: nn.Parameter) -> None:
-    """flatten_parameters' views hold only while nothing replaces them. The usual `optimizer.zero_grad()` sets the
-    flat gradient to None: Adam then skips every step, the layers' gradients pile up, and nothing learns. Stop the
-    run at once instead of training in silence."""
-
-    def memory(tensor: Optional[torch.Tensor]) -> Optional[int]:
-        return None if tensor is None else tensor.untyped_storage().data_ptr()
-
-    params = list(module.parameters())
-    if flat.grad is None or not all(memory(p) == memory(flat) and memory(p.grad) == memory(flat.grad) for p in params):
-        sys.exit("error: the weights' gradients are no longer views of flat_params.grad (optimizer.zero_grad() sets it "
-                 "to None): zero it with flat_params.grad.zero_(), or drop flatten_parameters and give the optimizer "
-                 "agent.parameters()")  # fmt: skip
+    def get_policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """π_θ(·|s) as the mean and log-std of a diagonal Gaussian, one row per observation. The rollout samples from
+        it and the update scores it: the one place to change the policy's distribution."""
+        mean = self.actor_mean(obs)
+        return mean, self.actor_logstd.expand_as(mean)
 
 
 # ALGO LOGIC: the math, as small pure functions
@@ -299,6 +241,17 @@ def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
     return kl_beta
 
 
+def check_on_policy(logprob: torch.Tensor, old_logprob: torch.Tensor) -> None:
+    """Before the update's first gradient step θ = θ_old, so the update's log π_θ(a_t|s_t) must be the log-probability
+    the rollout sampled each action with, up to float rounding. If not, the rollout sampled from another distribution
+    than the update scores as π_θold (an edit made in one and not the other), and PPO would train off-policy in
+    silence: stop instead. The bound is float32 rounding, which grows with the size of the terms summed."""
+    gap = (logprob.detach() - old_logprob).abs().max().item()
+    if not gap <= 1e-4 * (1 + old_logprob.abs().max().item()):  # also stops on nan
+        sys.exit(f"error: the update's log π_θold(a|s) differs from the rollout's by up to {gap:.3g}: the rollout "
+                 "sampled from another distribution than the update scores; compute π in Agent.get_policy")  # fmt: skip
+
+
 def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
     """V(s_{t+1}) for each step t of a (T, N) rollout: the next observation's value (last_value after the last step);
     0 after a termination; after a truncation (time limit) V(real final observation), or 0 when that is off."""
@@ -367,15 +320,13 @@ def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: 
     return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
 
 
-def refresh_obs_stats(rollout: dict, carry, args: Args) -> None:
-    """[not in paper] --obs-stats-update batch, ppo1's order: the rollout acted, and the advantages were estimated, on
-    observations normalized by the statistics of before the rollout; now the statistics take in the rollout's
-    observations, and the batch (for π_old's log-probs and the update) and the next rollout's first observation are
-    normalized anew."""
-    raw = rollout["raw_obs"]  # (T, N, obs_dim)
-    carry.obs_rms.update(raw.reshape((-1,) + raw.shape[2:]))
-    rollout["obs"] = normalize_obs(raw, carry.obs_rms, args, update=False)
-    carry.next_obs = normalize_obs(carry.raw_next_obs, carry.obs_rms, args, update=False)
+def scale_rewards(raw_reward: np.ndarray, carry: "Carry", args: Args) -> np.ndarray:
+    """[not in paper] r / std of the discounted return, clipped (ppo2): V's targets stay near 1. Raw r when off."""
+    if not args.norm_reward:
+        return raw_reward
+    carry.discounted_return = carry.discounted_return * args.gamma + raw_reward
+    carry.ret_rms.update(carry.discounted_return)
+    return (raw_reward / np.sqrt(carry.ret_rms.var + 1e-8)).clip(-args.reward_clip, args.reward_clip)
 
 
 def env_actions(actions: np.ndarray, space: gym.spaces.Box, args: Args) -> np.ndarray:
@@ -383,86 +334,81 @@ def env_actions(actions: np.ndarray, space: gym.spaces.Box, args: Args) -> np.nd
     return actions.clip(space.low, space.high) if args.clip_actions else actions
 
 
-# The carry's arrays, which a checkpoint holds besides its running statistics
-CARRIED = ("next_obs", "discounted_return", "episode_return", "episode_length")
+@dataclass
+class Carry:
+    """What one rollout hands to the next, and a checkpoint keeps: per env, the last observation as the env returned
+    it and normalized, the discounted return (for reward scaling) and the episode's raw return and length so far;
+    and the running statistics of observations and discounted returns."""
+
+    raw_next_obs: np.ndarray  # (N, obs_dim)
+    next_obs: np.ndarray  # (N, obs_dim), normalized: the policy's input
+    discounted_return: np.ndarray  # (N,)
+    episode_return: np.ndarray  # (N,)
+    episode_length: np.ndarray  # (N,)
+    obs_rms: RunningMeanStd
+    ret_rms: RunningMeanStd
 
 
-def carried(args: Args) -> tuple:
-    """The carry's arrays a checkpoint holds: with --obs-stats-update batch, also the last raw observations, which
-    the statistics' next update and the next normalization need."""
-    return CARRIED + (("raw_next_obs",) if args.obs_stats_update == "batch" else ())
+CARRIED = ("raw_next_obs", "next_obs", "discounted_return", "episode_return", "episode_length")  # the arrays
 
 
-def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
-    """What one rollout hands to the next, and to a checkpoint: each env's last observation (normalized), the running
-    statistics, and per env the discounted return (for reward scaling) and the episode's raw return and length so far.
-    Env i starts with seed + i."""
+def start_carry(envs: list[gym.Env], args: Args) -> Carry:
+    """Env i starts with seed + i; the statistics start at mean 0, variance 1."""
     space = envs[0].observation_space
-    carry = SimpleNamespace(obs_rms=RunningMeanStd(space.shape), ret_rms=RunningMeanStd())
-    carry.discounted_return, carry.episode_return, carry.episode_length = np.zeros((3, args.num_envs))
+    obs_rms = RunningMeanStd(space.shape)
     first_obs = np.array([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)], dtype=space.dtype)
-    carry.raw_next_obs = first_obs  # kept up to date only with --obs-stats-update batch, which reads it
-    carry.next_obs = normalize_obs(first_obs, carry.obs_rms, args, update=args.obs_stats_update == "step")
-    return carry
+    next_obs = normalize_obs(first_obs, obs_rms, args, update=args.obs_stats_update == "step")
+    return Carry(first_obs, next_obs, *np.zeros((3, args.num_envs)), obs_rms, RunningMeanStd())
 
 
-def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: int, episodes: list) -> dict:
+def collect_rollout(envs: list, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
     """Algorithm 1's "run policy π_θold for T timesteps" in each env, resetting an env in the step its episode ends:
-    every stored transition is real. Finished episodes go to `episodes` as (global_step, return, length)."""
-    T, N = args.num_steps, args.num_envs
-    step_stats = args.obs_stats_update == "step"  # else the statistics stay as they are until refresh_obs_stats
-    obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
-    final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
-    actions = np.zeros((T, N) + envs[0].action_space.shape, dtype=np.float32)  # (T, N, act_dim)
-    rewards = np.zeros((T, N), dtype=np.float32)
-    terminated, truncated = np.zeros((2, T, N), dtype=bool)
-    # a = μ(s) + σ z with z ~ N(0, I): σ is fixed for the rollout, so draw all the noise at once (no per-step tensors)
-    noise = torch.randn(actions.shape).numpy() * agent.actor_logstd.detach().exp().cpu().numpy()
-    space = envs[0].observation_space
-    raw_obs, raw_final_obs = np.zeros((2, N) + space.shape, space.dtype)  # (N, obs_dim) each, as the envs return them
-    raw_reward = np.zeros(N)
-    rollout_raw_obs = None if step_stats else np.zeros((T,) + raw_obs.shape, space.dtype)  # (T, N, obs_dim)
-    policy_mean = agent.numpy_mean()  # θ_old is frozen for the whole rollout
-    for step in range(T):
-        obs[step] = carry.next_obs
-        if not step_stats:
-            rollout_raw_obs[step] = carry.raw_next_obs
-        actions[step] = policy_mean(carry.next_obs) + noise[step]
-        given = env_actions(actions[step], envs[0].action_space, args)  # the buffer keeps the sample, for log π(a|s)
-        for i, env in enumerate(envs):
-            raw_obs[i], raw_reward[i], terminated[step, i], truncated[step, i], _ = env.step(given[i])
-            if terminated[step, i] or truncated[step, i]:  # keep the real final observation, then begin a new episode
-                raw_final_obs[i] = raw_obs[i]
-                raw_obs[i] = env.reset()[0]
-        global_step += N
-        carry.episode_return += raw_reward
-        carry.episode_length += 1
-        rewards[step] = raw_reward
-        if args.norm_reward:  # [not in paper] r / std(discounted return), clipped
-            carry.discounted_return = carry.discounted_return * args.gamma + raw_reward
-            carry.ret_rms.update(carry.discounted_return)
-            rewards[step] = (raw_reward / np.sqrt(carry.ret_rms.var + 1e-8)).clip(-args.reward_clip, args.reward_clip)
-        done = terminated[step] | truncated[step]
-        if done.any():
-            for i in np.flatnonzero(done):
+    every stored transition is real. Each action is stored with the Gaussian it was sampled from (its mean and
+    log-std), which the update scores as π_θold. Finished episodes go to `episodes` as (global_step, return, length).
+    Returns (T, N, ...) arrays."""
+    T, N, device = args.num_steps, args.num_envs, next(agent.parameters()).device
+    obs_shape, act_shape = (T, N) + carry.next_obs.shape[1:], (T, N) + envs[0].action_space.shape
+    rollout = {"obs": np.zeros(obs_shape, np.float32), "raw_obs": np.zeros(obs_shape),  # the policy's input; the envs'
+               "final_obs": np.zeros(obs_shape, np.float32),  # normalized real last observation of truncated episodes
+               "actions": np.zeros(act_shape, np.float32), "means": np.zeros(act_shape, np.float32),
+               "logstds": np.zeros(act_shape, np.float32), "rewards": np.zeros((T, N), np.float32),
+               "terminated": np.zeros((T, N), bool), "truncated": np.zeros((T, N), bool)}  # fmt: skip
+    noise = torch.randn(act_shape).numpy()  # z ~ N(0, I) for a = μ(s) + σ(s) z: one call, not one per step
+    (raw_obs, raw_final_obs), raw_reward = np.zeros((2, *carry.raw_next_obs.shape)), np.zeros(N)  # (N, ...) each
+    with torch.inference_mode():  # θ_old is frozen for the whole rollout: no autograd
+        for step in range(T):
+            policy = agent.get_policy(torch.from_numpy(carry.next_obs).to(device))  # π_θold(·|s), one row per env
+            mean, logstd = (x.numpy(force=True) for x in policy)
+            rollout["actions"][step] = mean + np.exp(logstd) * noise[step]  # a ~ π_θold(·|s)
+            rollout["obs"][step], rollout["means"][step], rollout["logstds"][step] = carry.next_obs, mean, logstd
+            rollout["raw_obs"][step] = carry.raw_next_obs
+            terminated, truncated = rollout["terminated"][step], rollout["truncated"][step]
+            given = env_actions(rollout["actions"][step], envs[0].action_space, args)  # the rollout keeps the sample
+            for i, env in enumerate(envs):
+                raw_obs[i], raw_reward[i], terminated[i], truncated[i], _ = env.step(given[i])
+                if terminated[i] or truncated[i]:  # keep the real final observation, then begin a new episode
+                    raw_final_obs[i] = raw_obs[i]
+                    raw_obs[i] = env.reset()[0]
+            global_step += N
+            carry.episode_return += raw_reward
+            carry.episode_length += 1
+            rollout["rewards"][step] = scale_rewards(raw_reward, carry, args)
+            for i in np.flatnonzero(terminated | truncated):
                 episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
-                if truncated[step, i]:
-                    final_obs[step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, update=False)[0]
-            carry.episode_return[done], carry.episode_length[done], carry.discounted_return[done] = 0, 0, 0
-        if not step_stats:  # the next rollout's first raw observation, for refresh_obs_stats
+                if truncated[i]:
+                    rollout["final_obs"][step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, False)[0]
+                carry.episode_return[i], carry.episode_length[i], carry.discounted_return[i] = 0, 0, 0
             carry.raw_next_obs = raw_obs.copy()
-        carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args, update=step_stats)
-    rollout = {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
-               "terminated": terminated, "truncated": truncated}  # fmt: skip
-    return rollout if step_stats else {**rollout, "raw_obs": rollout_raw_obs}
+            carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args, update=args.obs_stats_update == "step")
+    return rollout
 
 
 def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
     """Â (11)-(12) and V(s_t) for a (T, N) rollout; the critic runs once over the whole batch, not once per step."""
-    device = agent.actor_logstd.device
+    device = next(agent.parameters()).device
     with torch.inference_mode():
         values, final_values, last_value = (
-            agent.value(torch.from_numpy(x).to(device)).cpu().numpy()
+            agent.get_value(torch.from_numpy(x).to(device)).cpu().numpy()
             for x in (rollout["obs"], rollout["final_obs"], next_obs)
         )  # (T, N), (T, N), (N,)
     terminated, truncated = rollout["terminated"], rollout["truncated"]
@@ -471,59 +417,79 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
     return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
-def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: np.ndarray, args: Args) -> dict:
-    """The (T, N) rollout as a batch of B = NT samples, with π_θold's means and log-probs in one forward pass. Each
-    tensor whose first dimension is B is a per-sample column: the update shuffles and slices every one of them, so a
-    column added here reaches each minibatch as mb[key]. The returns are Â + V(s_t) as the advantages saw it; V_old,
-    which value clipping keeps V near, is V at the batch's observations as the update sees them (ppo1's oldpi.vpred:
-    other numbers only after refresh_obs_stats renormalized them)."""
-    device = agent.actor_logstd.device
-    obs = torch.from_numpy(rollout["obs"].reshape(advantages.size, -1)).to(device)  # (B, obs_dim)
-    actions = torch.from_numpy(rollout["actions"].reshape(advantages.size, -1)).to(device)  # (B, act_dim)
+def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, device: torch.device) -> dict:
+    """The (T, N) rollout as a batch of B = T·N samples. Every entry is a per-sample column: the update shuffles each
+    one and cuts it into minibatches, so a column added here reaches every minibatch as mb[key]. The rule: a column
+    of shape (T, N, ...) is flattened to (B, ...), one of shape (B, ...) is taken as it is, any other stops the run.
+    π_θold is what the rollout sampled from (means, log-stds, and each action's log-probability under them); the
+    returns are Â + V(s_t) as the advantages saw it, and V_old, which value clipping keeps V near, is that V(s_t)."""
+    T, N = advantages.shape
+    columns = {"obs": rollout["obs"], "actions": rollout["actions"], "means": rollout["means"],
+               "logstds": rollout["logstds"], "advantages": advantages, "values": values,
+               "returns": advantages + values}  # fmt: skip
+    batch = {}
+    for key, column in columns.items():
+        column = torch.as_tensor(column)
+        if column.shape[:2] == (T, N):
+            column = column.reshape(T * N, *column.shape[2:])
+        elif column.shape[:1] != (T * N,):
+            sys.exit(f"error: batch column {key!r} has shape {tuple(column.shape)}; a per-sample column is (T, N, ...)"
+                     f" = ({T}, {N}, ...) or (T·N, ...) = ({T * N}, ...)")  # fmt: skip
+        batch[key] = column.to(device)
+    batch["logprobs"] = gaussian_log_prob(batch["actions"], batch["means"], batch["logstds"])  # log π_θold(a_t|s_t)
+    return batch
+
+
+def refresh_obs_stats(agent: Agent, rollout: dict, batch: dict, carry: Carry, args: Args) -> None:
+    """[not in paper] --obs-stats-update batch, ppo1's order: the rollout acted, and the advantages were estimated, on
+    observations normalized by the statistics of before the rollout; now the statistics take in the rollout's
+    observations, and the batch's observations and the next rollout's first one are normalized anew. π_θold and V_old
+    are then π_θ and V at the renormalized observations (ppo1's oldpi), so the update scores the actions under a
+    slightly other π_θold than the rollout sampled them from: ppo1 did so."""
+    raw = rollout["raw_obs"].reshape(len(batch["obs"]), -1)  # (B, obs_dim)
+    carry.obs_rms.update(raw)
+    batch["obs"] = torch.from_numpy(normalize_obs(raw, carry.obs_rms, args, update=False)).to(batch["obs"].device)
     with torch.inference_mode():
-        means = agent.actor_mean(obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
-        logstd = agent.actor_logstd.detach().clone()
-        logprobs = gaussian_log_prob(actions, means, logstd)  # (B,)
-        b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
-        b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
-        old_values = b_values if args.obs_stats_update == "step" else agent.value(obs)  # (B,)
-    return {"obs": obs, "actions": actions, "logprobs": logprobs, "means": means, "logstd": logstd,
-            "advantages": b_advantages, "values": old_values, "returns": b_advantages + b_values}  # fmt: skip
+        batch["means"], batch["logstds"] = (x.detach() for x in agent.get_policy(batch["obs"]))
+        batch["logprobs"] = gaussian_log_prob(batch["actions"], batch["means"], batch["logstds"])
+        batch["values"] = agent.get_value(batch["obs"])
+    carry.next_obs = normalize_obs(carry.raw_next_obs, carry.obs_rms, args, update=False)
 
 
 # ALGO LOGIC: the update (Algorithm 1, step 3)
 
 
-def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_beta: float, args: Args) -> dict:
+def update(agent: Agent, optimizer: torch.optim.Optimizer, batch: dict, kl_beta: float, args: Args) -> dict:
     """Algorithm 1's "optimize surrogate L wrt θ, with K epochs and minibatch size M ≤ NT", then how far π moved
     from π_old and how well V fits, over the whole batch. Returns the metrics."""
     value_clip = args.clip_coef if args.clip_vloss else None
     uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
-    batch_size = len(batch["advantages"])
+    batch_size = args.num_envs * args.num_steps
     columns = dict(batch)  # the update's copy: the diagnostics below score the raw advantages
     if args.norm_adv and args.norm_adv_scope == "batch":  # [not in paper] ppo1: once over the batch, one row of B
         columns["advantages"] = normalize_advantages(batch["advantages"], batch_size)
-    for _epoch in range(args.update_epochs):
-        # shuffle every per-sample column once per epoch, then cut it into minibatches: views, not gathers
-        perm = torch.randperm(batch_size, device=batch["advantages"].device)
-        shuffled = {key: column[perm] for key, column in columns.items() if column.shape[:1] == (batch_size,)}
+    for epoch in range(args.update_epochs):
+        # shuffle every column once per epoch, then cut it into minibatches: views, not gathers
+        perm = torch.randperm(batch_size, device=batch["obs"].device)
+        shuffled = {key: column[perm] for key, column in columns.items()}
         if args.norm_adv and args.norm_adv_scope == "minibatch":
             shuffled["advantages"] = normalize_advantages(shuffled["advantages"], args.minibatch_size)
         for start in range(0, batch_size, args.minibatch_size):
             mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
-            mean, logstd = agent.actor_mean(mb["obs"]), agent.actor_logstd
-            # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
-            ratio = (gaussian_log_prob(mb["actions"], mean, logstd) - mb["logprobs"]).exp()
-            kl = gaussian_kl(mb["means"], batch["logstd"], mean, logstd) if uses_kl else None
+            mean, logstd = agent.get_policy(mb["obs"])
+            logprob = gaussian_log_prob(mb["actions"], mean, logstd)
+            if epoch == 0 and start == 0:  # θ = θ_old yet: the update must score what the rollout sampled from
+                check_on_policy(logprob, mb["logprobs"])
+            ratio = (logprob - mb["logprobs"]).exp()  # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
+            kl = gaussian_kl(mb["means"], mb["logstds"], mean, logstd) if uses_kl else None
             pg_obj = policy_objective(ratio, mb["advantages"], args.objective, args.clip_coef, kl, kl_beta)
-            v_loss = value_loss(agent.value(mb["obs"]), mb["values"], mb["returns"], value_clip)
-            entropy = gaussian_entropy(logstd) if args.ent_coef else 0.0  # c2 = 0 (Table 3): skip its cost
+            v_loss = value_loss(agent.get_value(mb["obs"]), mb["values"], mb["returns"], value_clip)
+            entropy = gaussian_entropy(logstd).mean() if args.ent_coef else 0.0  # c2 = 0 (Table 3): skip its cost
             loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
-            flat_params.grad.zero_()
+            optimizer.zero_grad()
             loss.backward()
             if args.max_grad_norm is not None:  # [not in paper] clip the global norm: g ← g · min(1, max / ‖g‖)
-                grad_norm = torch.linalg.vector_norm(flat_params.grad)
-                flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
             optimizer.step()
     return diagnostics(agent, batch, kl_beta, value_clip, args)
 
@@ -531,16 +497,15 @@ def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_b
 def diagnostics(agent: Agent, batch: dict, kl_beta: float, value_clip: Optional[float], args: Args) -> dict:
     """Over the whole batch, after the update: how far did π move from π_old, how well does V fit?"""
     with torch.inference_mode():
-        mean, logstd = agent.actor_mean(batch["obs"]), agent.actor_logstd
+        mean, logstd = agent.get_policy(batch["obs"])
         logratio = gaussian_log_prob(batch["actions"], mean, logstd) - batch["logprobs"]
-        ratio, kl = logratio.exp(), gaussian_kl(batch["means"], batch["logstd"], mean, logstd)
+        ratio, kl = logratio.exp(), gaussian_kl(batch["means"], batch["logstds"], mean, logstd)
         pg_obj = policy_objective(ratio, batch["advantages"], args.objective, args.clip_coef, kl, kl_beta)
+        v_loss = value_loss(agent.get_value(batch["obs"]), batch["values"], batch["returns"], value_clip)
         return {
             "losses/policy_loss": -pg_obj.item(),
-            "losses/value_loss": value_loss(
-                agent.value(batch["obs"]), batch["values"], batch["returns"], value_clip
-            ).item(),  # fmt: skip
-            "losses/entropy": gaussian_entropy(logstd).item(),
+            "losses/value_loss": v_loss.item(),
+            "losses/entropy": gaussian_entropy(logstd).mean().item(),
             "losses/approx_kl": approx_kl(logratio).item(),
             "losses/kl": kl.mean().item(),
             "losses/clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item(),
@@ -565,8 +530,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     envs = make_envs(args, run_dir)
     obs_dim, act_dim = envs[0].observation_space.shape[0], envs[0].action_space.shape[0]
     agent = Agent(obs_dim, act_dim, args.orthogonal_init, args.normc_init).to(device)
-    flat_params = flatten_parameters(agent)  # all weights in one tensor: one Adam call per step, not one per layer
-    optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps, fused=True)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps, fused=True)
     carry = start_carry(envs, args)
     global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
     if ckpt is not None:  # continue exactly where the checkpoint stopped
@@ -585,15 +549,14 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
         global_step += batch_size
 
-        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T, and the batch with π_θold's log-probs
+        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T; the batch, with π_θold as the rollout sampled from it
         advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
-        if args.obs_stats_update == "batch":
-            refresh_obs_stats(rollout, carry, args)
-        batch = flatten_batch(agent, rollout, advantages, values, args)
+        batch = flatten_batch(rollout, advantages, values, device)
+        if args.obs_stats_update == "batch":  # [not in paper] ppo1: the statistics take in the rollout only now
+            refresh_obs_stats(agent, rollout, batch, carry, args)
 
         # ALG STEP 3: optimize the surrogate L wrt θ, with K epochs and minibatch size M ≤ NT; then θ_old ← θ
-        metrics = update(agent, flat_params, optimizer, batch, kl_beta, args)
-        check_flat(agent, flat_params)  # a fork's optimizer lines can undo the flat views: stop rather than not learn
+        metrics = update(agent, optimizer, batch, kl_beta, args)
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
         metrics["losses/explained_variance"] = explained_variance(advantages, values)
@@ -699,6 +662,9 @@ def load_resumable(path: str, argv: list[str]) -> dict:
     if others:
         fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
     ckpt = load_checkpoint(path, "--resume")
+    if not all(name in ckpt for name in CARRIED):  # written by a version of this script that kept other arrays
+        fail(f"--resume {path}: the checkpoint lacks the rollout's carried arrays ({', '.join(CARRIED)}): it comes "
+             "from an older version of this script; start a new run (--eval-checkpoint still works)")  # fmt: skip
     if not all("physics" in state for state in ckpt["envs"]):
         fail(f"--resume {path}: {ckpt['args'].env_id} has no MuJoCo state to save, so the run cannot continue "
              "exactly; start a new run (--eval-checkpoint still evaluates this checkpoint)")  # fmt: skip
@@ -742,30 +708,31 @@ def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
     return run_dir, writer
 
 
-def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs: list, **progress) -> None:
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry: Carry, envs: list, **progress) -> None:
     """Everything --resume needs to continue exactly: flags, weights, optimizer, statistics, carry, RNG, env states."""
-    device = agent.actor_logstd.device  # on a GPU, its RNG draws the minibatch shuffles: it is state too
+    device = next(agent.parameters()).device  # on a GPU, its RNG draws the minibatch shuffles: it is state too
     cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
     torch.save({
         "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
         "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
-        **{name: torch.from_numpy(getattr(carry, name)) for name in carried(args)},
+        **{name: torch.from_numpy(getattr(carry, name)) for name in CARRIED},
         "envs": [env_state(env) for env in envs], "torch_rng": torch.get_rng_state(), **cuda_rng,
     }, path + ".tmp")  # fmt: skip
     os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
 
 
-def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -> None:
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry: Carry, envs: list) -> None:
     agent.load_state_dict(ckpt["agent"])
     optimizer.load_state_dict(ckpt["optimizer"])
     carry.obs_rms.load(ckpt["obs_rms"])
     carry.ret_rms.load(ckpt["ret_rms"])
-    vars(carry).update({name: ckpt[name].numpy() for name in carried(ckpt["args"])})
+    vars(carry).update({name: ckpt[name].numpy() for name in CARRIED})
     for env, state in zip(envs, ckpt["envs"]):
         set_env_state(env, state)
     torch.set_rng_state(ckpt["torch_rng"])
-    if agent.actor_logstd.device.type == "cuda" and "cuda_rng" in ckpt:
-        torch.cuda.set_rng_state(ckpt["cuda_rng"], agent.actor_logstd.device)
+    device = next(agent.parameters()).device
+    if device.type == "cuda" and "cuda_rng" in ckpt:
+        torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
 
 
 def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
@@ -815,13 +782,14 @@ def evaluate(args: Args) -> list:
     obs_rms.load(ckpt["obs_rms"])
     agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
     agent.load_state_dict(ckpt["agent"])
-    policy_mean, returns = agent.numpy_mean(), []
+    returns = []
     for episode in range(args.eval_episodes):
         obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
         done, total = False, 0.0
         while not done:
-            action = policy_mean(normalize_obs(obs[None], obs_rms, saved, update=False))[0]
-            obs, reward, terminated, truncated, _ = env.step(env_actions(action, env.action_space, saved))
+            with torch.inference_mode():  # the deterministic policy: the Gaussian's mean
+                mean, _ = agent.get_policy(torch.from_numpy(normalize_obs(obs[None], obs_rms, saved, update=False)))
+            obs, reward, terminated, truncated, _ = env.step(env_actions(mean[0].numpy(), env.action_space, saved))
             total, done = total + float(reward), terminated or truncated
         returns.append(total)
     mean, std = np.mean(returns), np.std(returns)

@@ -13,6 +13,7 @@ settings: 16 actors x 5 steps, one step on π and one on V per batch). benchmark
     python reinforce_baseline.py --env-id Hopper-v4
 """
 
+import copy
 import csv
 import math
 import os
@@ -21,7 +22,6 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Literal, Optional
 
 import gymnasium as gym
@@ -137,10 +137,6 @@ class Args:
 # NETWORKS: the policy and the value function
 
 
-# The activations the rollout's NumPy policy (Agent.numpy_mean) can follow; any other layer in actor_mean stops the run
-NUMPY_ACTIVATIONS = {nn.Tanh: np.tanh, nn.ReLU: lambda x: np.maximum(x, 0), nn.Identity: lambda x: x}
-
-
 class Agent(nn.Module):
     """Separate policy and value MLPs of 2x64 tanh units (§6.1); Gaussian policy with a state-independent log-std."""
 
@@ -164,39 +160,15 @@ class Agent(nn.Module):
         self.actor_mean = mlp(act_dim, 0.01)  # a small last layer starts the policy near mean 0
         self.actor_logstd = nn.Parameter(torch.zeros(act_dim))
 
-    def value(self, obs: torch.Tensor) -> torch.Tensor:
+    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s), one number per observation."""
         return self.critic(obs).squeeze(-1)
 
-    def numpy_mean(self):
-        """μ(s) in NumPy with the current weights, for the rollout, where a torch call costs ~10x its arithmetic.
-        It follows actor_mean layer by layer, so an edit of the network carries over; a layer it cannot follow, or
-        a result that differs from actor_mean's on a probe input, stops the run: the rollout must sample from the
-        very network the update scores."""
-        layers = []
-        for module in self.actor_mean if isinstance(self.actor_mean, nn.Sequential) else [self.actor_mean]:
-            if isinstance(module, nn.Linear):
-                weight = module.weight.detach().cpu().numpy().T
-                bias = module.bias.detach().cpu().numpy() if module.bias is not None else 0.0
-                layers.append(lambda x, weight=weight, bias=bias: x @ weight + bias)
-            elif type(module) in NUMPY_ACTIVATIONS:
-                layers.append(NUMPY_ACTIVATIONS[type(module)])
-            else:
-                sys.exit(f"error: the rollout's NumPy policy has no {type(module).__name__} (in actor_mean): add it to "
-                         "NUMPY_ACTIVATIONS, or sample the rollout's actions with actor_mean in torch")  # fmt: skip
-
-        def policy_mean(obs: np.ndarray) -> np.ndarray:
-            for layer in layers:
-                obs = layer(obs)
-            return obs
-
-        probe = np.random.default_rng(0).standard_normal((8, self.actor_mean[0].in_features), dtype=np.float32)
-        with torch.inference_mode():  # a generator of its own: the training RNG is not touched
-            expected = self.actor_mean(torch.from_numpy(probe).to(self.actor_logstd.device)).cpu().numpy()
-        # float32 rounding grows with the size of the terms summed, not of the result: compare against that scale
-        if np.abs(policy_mean(probe) - expected).max() > 1e-4 * (1 + np.abs(expected).max()):
-            sys.exit("error: the rollout's NumPy policy (numpy_mean) and actor_mean give different means, so the "
-                     "rollout would sample from another network than the update scores: make them agree")  # fmt: skip
-        return policy_mean
+    def get_policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """π_θ(·|s) as the mean and log-std of a diagonal Gaussian, one row per observation. The rollout samples from
+        it and the update scores it: the one place to change the policy's distribution."""
+        mean = self.actor_mean(obs)
+        return mean, self.actor_logstd.expand_as(mean)
 
 
 # ALGO LOGIC: the math, as small pure functions
@@ -265,7 +237,7 @@ def trust_region_step(g: torch.Tensor, k: torch.Tensor, delta: float) -> torch.T
     return g - excess / (k * k).sum(-1, keepdim=True).clamp(min=1e-12) * k
 
 
-def update_average(average: list, params: list, alpha: float) -> None:
+def update_average(average, params, alpha: float) -> None:
     # the average policy network: θ_avg ← α θ_avg + (1 − α) θ, in place
     for average_param, param in zip(average, params):
         average_param.mul_(alpha).add_(param.detach(), alpha=1 - alpha)
@@ -288,6 +260,17 @@ def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
         clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
         loss = torch.max(loss, (clipped - returns) ** 2)
     return loss.mean()
+
+
+def check_on_policy(logprob: torch.Tensor, old_logprob: torch.Tensor) -> None:
+    """Before the update's first gradient step θ = θ_old, so the update's log π_θ(a_t|s_t) must be the log-probability
+    the rollout sampled each action with, up to float rounding. If not, the rollout sampled from another distribution
+    than the update scores as π_θold (an edit made in one and not the other), and PPO would train off-policy in
+    silence: stop instead. The bound is float32 rounding, which grows with the size of the terms summed."""
+    gap = (logprob.detach() - old_logprob).abs().max().item()
+    if not gap <= 1e-4 * (1 + old_logprob.abs().max().item()):  # also stops on nan
+        sys.exit(f"error: the update's log π_θold(a|s) differs from the rollout's by up to {gap:.3g}: the rollout "
+                 "sampled from another distribution than the update scores; compute π in Agent.get_policy")  # fmt: skip
 
 
 def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
@@ -355,72 +338,94 @@ def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: 
     return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
 
 
-# The carry's arrays, which a checkpoint holds besides its running statistics
-CARRIED = ("next_obs", "discounted_return", "episode_return", "episode_length")
+def scale_rewards(raw_reward: np.ndarray, carry: "Carry", args: Args) -> np.ndarray:
+    """[not in paper] r / std of the discounted return, clipped (ppo2): V's targets stay near 1. Raw r when off."""
+    if not args.norm_reward:
+        return raw_reward
+    carry.discounted_return = carry.discounted_return * args.gamma + raw_reward
+    carry.ret_rms.update(carry.discounted_return)
+    return (raw_reward / np.sqrt(carry.ret_rms.var + 1e-8)).clip(-args.reward_clip, args.reward_clip)
 
 
-def start_carry(envs: list[gym.Env], args: Args) -> SimpleNamespace:
-    """What one rollout hands to the next, and to a checkpoint: each env's last observation (normalized), the running
-    statistics, and per env the discounted return (for reward scaling) and the episode's raw return and length so far.
-    Env i starts with seed + i."""
+def env_actions(actions: np.ndarray, space: gym.spaces.Box) -> np.ndarray:
+    """What the env is given for the sampled (or mean) actions: clipped to its bounds (ppo_continuous.py's default)."""
+    return actions.clip(space.low, space.high)
+
+
+@dataclass
+class Carry:
+    """What one rollout hands to the next, and a checkpoint keeps: per env, the last observation as the env returned
+    it and normalized, the discounted return (for reward scaling) and the episode's raw return and length so far;
+    and the running statistics of observations and discounted returns."""
+
+    raw_next_obs: np.ndarray  # (N, obs_dim)
+    next_obs: np.ndarray  # (N, obs_dim), normalized: the policy's input
+    discounted_return: np.ndarray  # (N,)
+    episode_return: np.ndarray  # (N,)
+    episode_length: np.ndarray  # (N,)
+    obs_rms: RunningMeanStd
+    ret_rms: RunningMeanStd
+
+
+CARRIED = ("raw_next_obs", "next_obs", "discounted_return", "episode_return", "episode_length")  # the arrays
+
+
+def start_carry(envs: list[gym.Env], args: Args) -> Carry:
+    """Env i starts with seed + i; the statistics start at mean 0, variance 1."""
     space = envs[0].observation_space
-    carry = SimpleNamespace(obs_rms=RunningMeanStd(space.shape), ret_rms=RunningMeanStd())
-    carry.discounted_return, carry.episode_return, carry.episode_length = np.zeros((3, args.num_envs))
+    obs_rms = RunningMeanStd(space.shape)
     first_obs = np.array([env.reset(seed=args.seed + i)[0] for i, env in enumerate(envs)], dtype=space.dtype)
-    carry.next_obs = normalize_obs(first_obs, carry.obs_rms, args)
-    return carry
+    next_obs = normalize_obs(first_obs, obs_rms, args)
+    return Carry(first_obs, next_obs, *np.zeros((3, args.num_envs)), obs_rms, RunningMeanStd())
 
 
-def collect_rollout(envs: list, agent: Agent, carry, args: Args, global_step: int, episodes: list) -> dict:
+def collect_rollout(envs: list, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
     """Algorithm 1's "run policy π_θold for T timesteps" in each env, resetting an env in the step its episode ends:
-    every stored transition is real. Finished episodes go to `episodes` as (global_step, return, length)."""
-    T, N = args.num_steps, args.num_envs
-    obs = np.zeros((T, N) + carry.next_obs.shape[1:], dtype=np.float32)  # (T, N, obs_dim)
-    final_obs = np.zeros_like(obs)  # (T, N, obs_dim): real last observation of truncated episodes
-    actions = np.zeros((T, N) + envs[0].action_space.shape, dtype=np.float32)  # (T, N, act_dim)
-    rewards = np.zeros((T, N), dtype=np.float32)
-    terminated, truncated = np.zeros((2, T, N), dtype=bool)
-    # a = μ(s) + σ z with z ~ N(0, I): σ is fixed for the rollout, so draw all the noise at once (no per-step tensors)
-    noise = torch.randn(actions.shape).numpy() * agent.actor_logstd.detach().exp().cpu().numpy()
-    low, high, space = envs[0].action_space.low, envs[0].action_space.high, envs[0].observation_space
-    raw_obs, raw_final_obs = np.zeros((2, N) + space.shape, space.dtype)  # (N, obs_dim) each, as the envs return them
-    raw_reward = np.zeros(N)
-    policy_mean = agent.numpy_mean()  # θ_old is frozen for the whole rollout
+    every stored transition is real. Each action is stored with the Gaussian it was sampled from (its mean and
+    log-std), which the update scores as π_θold. Finished episodes go to `episodes` as (global_step, return, length).
+    Returns (T, N, ...) arrays."""
+    T, N, device = args.num_steps, args.num_envs, next(agent.parameters()).device
+    obs_shape, act_shape = (T, N) + carry.next_obs.shape[1:], (T, N) + envs[0].action_space.shape
+    rollout = {"obs": np.zeros(obs_shape, np.float32), "raw_obs": np.zeros(obs_shape),  # the policy's input; the envs'
+               "final_obs": np.zeros(obs_shape, np.float32),  # normalized real last observation of truncated episodes
+               "actions": np.zeros(act_shape, np.float32), "means": np.zeros(act_shape, np.float32),
+               "logstds": np.zeros(act_shape, np.float32), "rewards": np.zeros((T, N), np.float32),
+               "terminated": np.zeros((T, N), bool), "truncated": np.zeros((T, N), bool)}  # fmt: skip
+    noise = torch.randn(act_shape).numpy()  # z ~ N(0, I) for a = μ(s) + σ(s) z: one call, not one per step
+    (raw_obs, raw_final_obs), raw_reward = np.zeros((2, *carry.raw_next_obs.shape)), np.zeros(N)  # (N, ...) each
     for step in range(T):
-        obs[step] = carry.next_obs
-        actions[step] = policy_mean(carry.next_obs) + noise[step]
-        clipped = actions[step].clip(low, high)  # the env sees the action clipped; the buffer keeps it for log π(a|s)
+        with torch.inference_mode():  # π_θold(·|s): the policy network itself, one row per env
+            mean, logstd = (x.numpy(force=True) for x in agent.get_policy(torch.from_numpy(carry.next_obs).to(device)))
+        rollout["actions"][step] = mean + np.exp(logstd) * noise[step]  # a ~ π_θold(·|s)
+        rollout["obs"][step], rollout["means"][step], rollout["logstds"][step] = carry.next_obs, mean, logstd
+        rollout["raw_obs"][step] = carry.raw_next_obs
+        terminated, truncated = rollout["terminated"][step], rollout["truncated"][step]
+        given = env_actions(rollout["actions"][step], envs[0].action_space)  # the rollout keeps the sample
         for i, env in enumerate(envs):
-            raw_obs[i], raw_reward[i], terminated[step, i], truncated[step, i], _ = env.step(clipped[i])
-            if terminated[step, i] or truncated[step, i]:  # keep the real final observation, then begin a new episode
+            raw_obs[i], raw_reward[i], terminated[i], truncated[i], _ = env.step(given[i])
+            if terminated[i] or truncated[i]:  # keep the real final observation, then begin a new episode
                 raw_final_obs[i] = raw_obs[i]
                 raw_obs[i] = env.reset()[0]
         global_step += N
         carry.episode_return += raw_reward
         carry.episode_length += 1
-        rewards[step] = raw_reward
-        if args.norm_reward:  # [not in paper] r / std(discounted return), clipped
-            carry.discounted_return = carry.discounted_return * args.gamma + raw_reward
-            carry.ret_rms.update(carry.discounted_return)
-            rewards[step] = (raw_reward / np.sqrt(carry.ret_rms.var + 1e-8)).clip(-args.reward_clip, args.reward_clip)
-        done = terminated[step] | truncated[step]
-        if done.any():
-            for i in np.flatnonzero(done):
-                episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
-                if truncated[step, i]:
-                    final_obs[step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, update=False)[0]
-            carry.episode_return[done], carry.episode_length[done], carry.discounted_return[done] = 0, 0, 0
+        rollout["rewards"][step] = scale_rewards(raw_reward, carry, args)
+        for i in np.flatnonzero(terminated | truncated):
+            episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
+            if truncated[i]:
+                rollout["final_obs"][step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, False)[0]
+            carry.episode_return[i], carry.episode_length[i], carry.discounted_return[i] = 0, 0, 0
+        carry.raw_next_obs = raw_obs.copy()
         carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args)
-    return {"obs": obs, "final_obs": final_obs, "actions": actions, "rewards": rewards,
-            "terminated": terminated, "truncated": truncated}  # fmt: skip
+    return rollout
 
 
 def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
     """Â (11)-(12) and V(s_t) for a (T, N) rollout; the critic runs once over the whole batch, not once per step."""
-    device = agent.actor_logstd.device
+    device = next(agent.parameters()).device
     with torch.inference_mode():
         values, final_values, last_value = (
-            agent.value(torch.from_numpy(x).to(device)).cpu().numpy()
+            agent.get_value(torch.from_numpy(x).to(device)).cpu().numpy()
             for x in (rollout["obs"], rollout["final_obs"], next_obs)
         )  # (T, N), (T, N), (N,)
     terminated, truncated = rollout["terminated"], rollout["truncated"]
@@ -429,59 +434,68 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
     return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
 
 
-def flatten_batch(agent: Agent, rollout: dict, advantages: np.ndarray, values: np.ndarray) -> dict:
-    """The (T, N) rollout as a batch of B = NT samples, with π_θold's means and log-probs in one forward pass. Each
-    tensor whose first dimension is B is a per-sample column: the update shuffles and slices every one of them, so a
-    column added here reaches each minibatch as mb[key]."""
-    device = agent.actor_logstd.device
-    obs = torch.from_numpy(rollout["obs"].reshape(advantages.size, -1)).to(device)  # (B, obs_dim)
-    actions = torch.from_numpy(rollout["actions"].reshape(advantages.size, -1)).to(device)  # (B, act_dim)
-    with torch.inference_mode():
-        means = agent.actor_mean(obs)  # (B, act_dim): μ_old, for the ratio and for KL[π_old, π]
-        logstd = agent.actor_logstd.detach().clone()
-        logprobs = gaussian_log_prob(actions, means, logstd)  # (B,)
-    b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
-    b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
-    return {"obs": obs, "actions": actions, "logprobs": logprobs, "means": means, "logstd": logstd,
-            "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values}  # fmt: skip
+def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, device: torch.device) -> dict:
+    """The (T, N) rollout as a batch of B = T·N samples. Every entry is a per-sample column: the update shuffles each
+    one and cuts it into minibatches, so a column added here reaches every minibatch as mb[key]. The rule: a column
+    of shape (T, N, ...) is flattened to (B, ...), one of shape (B, ...) is taken as it is, any other stops the run.
+    π_θold is what the rollout sampled from (means, log-stds, and each action's log-probability under them); the
+    returns are Â + V(s_t) as the advantages saw it, and V_old, which value clipping keeps V near, is that V(s_t)."""
+    T, N = advantages.shape
+    columns = {"obs": rollout["obs"], "actions": rollout["actions"], "means": rollout["means"],
+               "logstds": rollout["logstds"], "advantages": advantages, "values": values,
+               "returns": advantages + values}  # fmt: skip
+    batch = {}
+    for key, column in columns.items():
+        column = torch.as_tensor(column)
+        if column.shape[:2] == (T, N):
+            column = column.reshape(T * N, *column.shape[2:])
+        elif column.shape[:1] != (T * N,):
+            sys.exit(f"error: batch column {key!r} has shape {tuple(column.shape)}; a per-sample column is (T, N, ...)"
+                     f" = ({T}, {N}, ...) or (T·N, ...) = ({T * N}, ...)")  # fmt: skip
+        batch[key] = column.to(device)
+    batch["logprobs"] = gaussian_log_prob(batch["actions"], batch["means"], batch["logstds"])  # log π_θold(a_t|s_t)
+    return batch
 
 
 # ALGO LOGIC: the update (Algorithm 1, step 3)
 
 
-def update(agent: Agent, optimizer, batch: dict, args: Args, average: Optional[list] = None) -> dict:
+def update(agent: Agent, optimizer, batch: dict, args: Args, average: Optional[Agent] = None) -> dict:
     """Algorithm 1's step 3 for vanilla PG: K gradient steps on L^PG with the whole batch (K = 1: vanilla PG), then
     fit the baseline V; then how far π moved from π_old and how well V fits, over the whole batch. Returns metrics.
-    With --trust-region, each policy step is ACER's, against the average policy network `average` (its parameters,
-    updated here after each step)."""
+    With --trust-region, each policy step is ACER's, against the average policy network `average` (a copy of the
+    agent, updated here after each step)."""
     policy_advantages = batch["advantages"]
     if args.norm_adv:
         policy_advantages = (policy_advantages - policy_advantages.mean()) / (policy_advantages.std() + 1e-8)
     cut = []  # --trust-region: per policy step, the fraction of states where the trust region cut the step
-    for _epoch in range(args.update_epochs):
+    for epoch in range(args.update_epochs):
+        mean, logstd = agent.get_policy(batch["obs"])
+        logprob = gaussian_log_prob(batch["actions"], mean, logstd)
+        if epoch == 0:  # θ = θ_old yet: the update must score what the rollout sampled from
+            check_on_policy(logprob, batch["logprobs"])
         optimizer.zero_grad()
         if args.trust_region:
-            cut.append(trust_region_backward(agent, batch, policy_advantages, average, args))
+            cut.append(trust_region_backward(agent, mean, logstd, batch, policy_advantages, average, args))
         else:
-            logprob = gaussian_log_prob(batch["actions"], agent.actor_mean(batch["obs"]), agent.actor_logstd)
             loss = -pg_objective(logprob, policy_advantages)
             if args.ent_coef:  # −(L^PG + c2 S[π]): A2C's entropy bonus
-                loss = loss - args.ent_coef * gaussian_entropy(agent.actor_logstd)
+                loss = loss - args.ent_coef * gaussian_entropy(logstd).mean()
             loss.backward()
         if args.max_grad_norm:  # [not in paper] g ← g · min(1, max_grad_norm / ‖g‖), over π's gradient alone
             nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
         optimizer.step()
         if args.trust_region:
-            update_average(average, [*agent.actor_mean.parameters(), agent.actor_logstd], args.tr_alpha)
-    batch_size = len(batch["advantages"])
+            update_average(average.parameters(), agent.parameters(), args.tr_alpha)
+    batch_size = args.num_envs * args.num_steps
     for _epoch in range(args.vf_epochs):
-        # shuffle every per-sample column once per epoch, then cut it into minibatches: views, not gathers
-        perm = torch.randperm(batch_size, device=batch["advantages"].device)
-        shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}
+        # shuffle every column once per epoch, then cut it into minibatches: views, not gathers
+        perm = torch.randperm(batch_size, device=batch["obs"].device)
+        shuffled = {key: column[perm] for key, column in batch.items()}
         for start in range(0, batch_size, args.minibatch_size):
             mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
             # c1 L^VF = c1 Ê[(V_θ(s_t) − V_targ)²]: regression on the returns (c1 = 1 but for A2C's 0.5)
-            loss = args.vf_coef * value_loss(agent.value(mb["obs"]), mb["values"], mb["returns"])
+            loss = args.vf_coef * value_loss(agent.get_value(mb["obs"]), mb["values"], mb["returns"])
             optimizer.zero_grad()
             loss.backward()
             if args.max_grad_norm:  # [not in paper] as above, over V's gradient alone (A2C's one network: both)
@@ -491,16 +505,14 @@ def update(agent: Agent, optimizer, batch: dict, args: Args, average: Optional[l
     return {**diagnostics(agent, batch, policy_advantages), **trust_region}
 
 
-def trust_region_backward(agent: Agent, batch: dict, advantages: torch.Tensor, average: list, args: Args) -> float:
+def trust_region_backward(agent: Agent, mean, logstd, batch: dict, advantages, average: Agent, args: Args) -> float:
     """The gradient of ACER's trust-region step, into the policy's .grad: per state, g and k with respect to the
-    Gaussian's statistics φ = (μ(s), log σ), z* = trust_region_step(g, k, δ), then z* back through the network.
-    Returns the fraction of states where the trust region cut the step (kᵀg > δ)."""
-    mean = agent.actor_mean(batch["obs"])  # (B, act_dim)
-    logstd = agent.actor_logstd.expand_as(mean)
-    names = [name for name, _ in agent.actor_mean.named_parameters()]
+    Gaussian's statistics φ = (μ(s), log σ) (`mean`, `logstd`: π_θ at the batch's states, (B, act_dim) each, from
+    Agent.get_policy), z* = trust_region_step(g, k, δ), then z* back through the network. Returns the fraction of
+    states where the trust region cut the step (kᵀg > δ)."""
     with torch.no_grad():  # the average network's distribution at the same states
-        average_mean = torch.func.functional_call(agent.actor_mean, dict(zip(names, average[:-1])), (batch["obs"],))
-    g, k = trust_region_g_and_k(mean, logstd, batch["actions"], advantages, average_mean, average[-1], args.ent_coef)
+        average_mean, average_logstd = average.get_policy(batch["obs"])
+    g, k = trust_region_g_and_k(mean, logstd, batch["actions"], advantages, average_mean, average_logstd, args.ent_coef)
     z = trust_region_step(g, k, args.tr_delta)
     # ascend the mean over states of z* · ∂φ/∂θ: the optimizer descends, hence −z / B
     torch.autograd.backward([mean, logstd], list((-z / len(z)).split(mean.shape[-1], dim=-1)))
@@ -520,13 +532,15 @@ def trust_region_g_and_k(mean, logstd, actions, advantages, average_mean, averag
 def diagnostics(agent: Agent, batch: dict, policy_advantages: torch.Tensor) -> dict:
     """Over the whole batch, after the update: how far did π move from π_old, how well does V fit?"""
     with torch.inference_mode():
-        mean, logstd = agent.actor_mean(batch["obs"]), agent.actor_logstd
+        mean, logstd = agent.get_policy(batch["obs"])
         logprob = gaussian_log_prob(batch["actions"], mean, logstd)
-        logratio, kl = logprob - batch["logprobs"], gaussian_kl(batch["means"], batch["logstd"], mean, logstd)
+        logratio, kl = logprob - batch["logprobs"], gaussian_kl(batch["means"], batch["logstds"], mean, logstd)
+        pg_obj = pg_objective(logprob, policy_advantages)
+        v_loss = value_loss(agent.get_value(batch["obs"]), batch["values"], batch["returns"])
         return {
-            "losses/policy_loss": -pg_objective(logprob, policy_advantages).item(),
-            "losses/value_loss": value_loss(agent.value(batch["obs"]), batch["values"], batch["returns"]).item(),
-            "losses/entropy": gaussian_entropy(logstd).item(),
+            "losses/policy_loss": -pg_obj.item(),
+            "losses/value_loss": v_loss.item(),
+            "losses/entropy": gaussian_entropy(logstd).mean().item(),
             "losses/approx_kl": approx_kl(logratio).item(),
             "losses/kl": kl.mean().item(),
         }
@@ -548,10 +562,11 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
     device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
 
     envs = make_envs(args, run_dir)
-    agent = Agent(envs[0].observation_space.shape[0], envs[0].action_space.shape[0], args.orthogonal_init).to(device)
+    obs_dim, act_dim = envs[0].observation_space.shape[0], envs[0].action_space.shape[0]
+    agent = Agent(obs_dim, act_dim, args.orthogonal_init).to(device)
     # fused: one kernel for all parameters instead of a dozen small ops each (same math, about 20% faster here)
     # two groups: the policy's and the value function's stepsizes; a step moves only the parameters with gradients
-    policy_params = [*agent.actor_mean.parameters(), agent.actor_logstd]
+    policy_params = [p for name, p in agent.named_parameters() if not name.startswith("critic.")]  # π's: all but V's
     groups = [
         {"params": policy_params, "lr": args.learning_rate},
         {"params": agent.critic.parameters(), "lr": args.vf_learning_rate},
@@ -562,13 +577,15 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         optimizer = TFRMSprop(groups, alpha=args.rmsprop_alpha, eps=args.rmsprop_eps)
     else:
         optimizer = torch.optim.Adam(groups, eps=args.adam_eps, fused=True)
-    # --trust-region: the average policy network's parameters, starting at the policy's
-    average = [p.detach().clone() for p in policy_params] if args.trust_region else None
+    # --trust-region: the average policy network, a copy of the agent that starts at its weights (V's ride along)
+    average = copy.deepcopy(agent).requires_grad_(False) if args.trust_region else None
     carry = start_carry(envs, args)
     global_step, start_iteration = 0, 1
     if ckpt is not None:  # continue exactly where the checkpoint stopped
         restore_checkpoint(ckpt, agent, optimizer, carry, envs)
-        global_step, start_iteration, average = ckpt["global_step"], ckpt["iteration"] + 1, ckpt.get("average")
+        global_step, start_iteration = ckpt["global_step"], ckpt["iteration"] + 1
+        if average is not None:
+            average.load_state_dict(ckpt["average"])
     csv_file = open_episodes_csv(run_dir, global_step if ckpt else None)
     stop = catch_stop_signals()  # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit
     recent_returns, start_time, start_step = [], time.time(), global_step
@@ -583,9 +600,9 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
         global_step += batch_size
 
-        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T, and the batch with π_θold's log-probs
+        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T; the batch, with π_θold as the rollout sampled from it
         advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
-        batch = flatten_batch(agent, rollout, advantages, values)
+        batch = flatten_batch(rollout, advantages, values, device)
 
         # ALG STEP 3: K gradient steps on L^PG with the whole batch (K = 1: vanilla PG), then fit the baseline V
         metrics = update(agent, optimizer, batch, args, average)
@@ -605,7 +622,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         log_metrics(writer, episodes, metrics, global_step)
         if args.save_model or stop:
             writer.flush()  # the events up to this step are on disk before the checkpoint that a resume starts from
-            trust_region = {"average": average} if args.trust_region else {}  # the average policy network
+            trust_region = {"average": average.state_dict()} if args.trust_region else {}  # the average network
             save_checkpoint(checkpoint_path, args, agent, optimizer, carry, envs, global_step=global_step,
                             iteration=iteration, **trust_region)  # fmt: skip
         print_progress(iteration, num_iterations, global_step, sps, recent_returns, args)
@@ -700,6 +717,9 @@ def load_resumable(path: str, argv: list[str]) -> dict:
     if others:
         fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
     ckpt = load_checkpoint(path, "--resume")
+    if not all(name in ckpt for name in CARRIED):  # written by a version of this script that kept other arrays
+        fail(f"--resume {path}: the checkpoint lacks the rollout's carried arrays ({', '.join(CARRIED)}): it comes "
+             "from an older version of this script; start a new run (--eval-checkpoint still works)")  # fmt: skip
     if not all("physics" in state for state in ckpt["envs"]):
         fail(f"--resume {path}: {ckpt['args'].env_id} has no MuJoCo state to save, so the run cannot continue "
              "exactly; start a new run (--eval-checkpoint still evaluates this checkpoint)")  # fmt: skip
@@ -743,9 +763,9 @@ def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
     return run_dir, writer
 
 
-def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs: list, **progress) -> None:
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry: Carry, envs: list, **progress) -> None:
     """Everything --resume needs to continue exactly: flags, weights, optimizer, statistics, carry, RNG, env states."""
-    device = agent.actor_logstd.device  # on a GPU, its RNG draws the minibatch shuffles: it is state too
+    device = next(agent.parameters()).device  # on a GPU, its RNG draws the minibatch shuffles: it is state too
     cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
     torch.save({
         "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
@@ -756,7 +776,7 @@ def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry, envs:
     os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
 
 
-def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -> None:
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry: Carry, envs: list) -> None:
     agent.load_state_dict(ckpt["agent"])
     optimizer.load_state_dict(ckpt["optimizer"])
     carry.obs_rms.load(ckpt["obs_rms"])
@@ -765,8 +785,9 @@ def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry, envs: list) -
     for env, state in zip(envs, ckpt["envs"]):
         set_env_state(env, state)
     torch.set_rng_state(ckpt["torch_rng"])
-    if agent.actor_logstd.device.type == "cuda" and "cuda_rng" in ckpt:
-        torch.cuda.set_rng_state(ckpt["cuda_rng"], agent.actor_logstd.device)
+    device = next(agent.parameters()).device
+    if device.type == "cuda" and "cuda_rng" in ckpt:
+        torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
 
 
 def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
@@ -816,13 +837,14 @@ def evaluate(args: Args) -> list:
     obs_rms.load(ckpt["obs_rms"])
     agent = Agent(env.observation_space.shape[0], env.action_space.shape[0])
     agent.load_state_dict(ckpt["agent"])
-    policy_mean, returns = agent.numpy_mean(), []
+    returns = []
     for episode in range(args.eval_episodes):
         obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
         done, total = False, 0.0
         while not done:
-            action = policy_mean(normalize_obs(obs[None], obs_rms, saved, update=False))[0]
-            obs, reward, terminated, truncated, _ = env.step(action.clip(env.action_space.low, env.action_space.high))
+            with torch.inference_mode():  # the deterministic policy: the Gaussian's mean
+                mean, _ = agent.get_policy(torch.from_numpy(normalize_obs(obs[None], obs_rms, saved, update=False)))
+            obs, reward, terminated, truncated, _ = env.step(env_actions(mean[0].numpy(), env.action_space))
             total, done = total + float(reward), terminated or truncated
         returns.append(total)
     mean, std = np.mean(returns), np.std(returns)

@@ -37,11 +37,12 @@ class Break(NamedTuple):
 
 
 TORCH_SCRIPTS = ("ppo_continuous.py", "trpo.py", "reinforce_baseline.py", "ppo_atari.py")  # each has its own GAE
+MUJOCO_SCRIPTS = TORCH_SCRIPTS[:3]
 
 BREAKS = [
     # TRPO: the step, the trust region and the line search
-    Break("trpo.py", "gaussian_kl(old_means, old_logstd, mean, logstd)",
-          "gaussian_kl(mean, logstd, old_means, old_logstd)", "trpo: KL[pi, pi_old] instead of KL[pi_old, pi]"),
+    Break("trpo.py", "gaussian_kl(old_means, old_logstds, mean, logstd)",
+          "gaussian_kl(mean, logstd, old_means, old_logstds)", "trpo: KL[pi, pi_old] instead of KL[pi_old, pi]"),
     Break("trpo.py", "full_step = torch.sqrt(", "full_step = 0.25 * torch.sqrt(", "trpo: full step x 0.25"),
     Break("trpo.py", "full_step = torch.sqrt(", "full_step = 25 * torch.sqrt(", "trpo: full step x 25"),
     Break("trpo.py", "x = conjugate_gradient(fvp, g, args.cg_iters)", "x = g", "trpo: x = g, no conjugate gradient"),
@@ -51,11 +52,9 @@ BREAKS = [
     Break("reinforce_baseline.py", "loss = -pg_objective(", "loss = pg_objective(",
           "reinforce_baseline: policy gradient sign flipped"),
     # PPO: the ratio and L^CLIP, in the update of each PPO script
-    Break("ppo_continuous.py", 'ratio = (gaussian_log_prob(mb["actions"], mean, logstd) - mb["logprobs"]).exp()',
-          'ratio = (mb["logprobs"] - gaussian_log_prob(mb["actions"], mean, logstd)).exp()',
+    Break("ppo_continuous.py", 'ratio = (logprob - mb["logprobs"]).exp()', 'ratio = (mb["logprobs"] - logprob).exp()',
           "ppo_continuous: update's ratio inverted, pi_old / pi"),
-    Break("ppo_atari.py", 'ratio = (categorical_log_prob(logits, mb["actions"]) - mb["logprobs"]).exp()',
-          'ratio = (mb["logprobs"] - categorical_log_prob(logits, mb["actions"])).exp()',
+    Break("ppo_atari.py", 'ratio = (logprob - mb["logprobs"]).exp()', 'ratio = (mb["logprobs"] - logprob).exp()',
           "ppo_atari: update's ratio inverted, pi_old / pi"),
     *(brk for script in ("ppo_continuous.py", "ppo_atari.py") for brk in (
         Break(script, "ratio.clamp(1 - clip_coef, 1 + clip_coef)", "ratio.clamp(1 + clip_coef, 1 - clip_coef)",
@@ -89,22 +88,25 @@ BREAKS = [
     Break("trpo.py", "(var_old + (mean_old - mean) ** 2) / (2 * var)", "(var + (mean_old - mean) ** 2) / (2 * var_old)",
           "trpo: gaussian_kl's variances swapped"),
     Break("trpo.py", "math.log(2 * math.pi * math.e)", "math.log(2 * math.pi)", "trpo: gaussian_entropy without e"),
-    Break("trpo.py", "x @ weight + bias)", "x @ weight)", "trpo: numpy_mean without its biases"),
+    *(Break(script, "mean + np.exp(logstd) * noise[step]", "mean + noise[step]",
+            f"{script[:-3]}: the rollout samples with sigma 1, not the policy's") for script in MUJOCO_SCRIPTS),
     Break("reinforce_baseline.py", "** 2 - logstd - 0.5 * math.log(2 * math.pi)", "** 2 - 0.5 * math.log(2 * math.pi)",
           "reinforce_baseline: gaussian_log_prob without -log sigma"),
     Break("reinforce_baseline.py", "(diff * (x - mean)).sum(0)", "(diff * diff).sum(0)",
           "reinforce_baseline: RunningMeanStd's variance update"),
     # forking is safe (tests/test_fork.py): the checks that stop a fork which would train silently wrong
-    *(Break(script, call, "None", f"{script[:-3]}: the flat-gradient check off") for script, call in (
-        ("ppo_continuous.py", "check_flat(agent, flat_params)"), ("trpo.py", "check_flat(agent.critic, flat_params)"),
-        ("ppo_atari.py", "check_flat(agent, flat_params)"))),
-    Break("ppo_continuous.py", "nn.ReLU: lambda x: np.maximum(x, 0)", "nn.ReLU: np.tanh",
-          "ppo_continuous: numpy_mean reads ReLU as tanh and its probe check is off",
-          also=(("if np.abs(policy_mean(probe) - expected).max() > 1e-4 *", "if False and 1e-4 *"),)),
-    Break("ppo_continuous.py",
-          "shuffled = {key: column[perm] for key, column in columns.items() if column.shape[:1] == (batch_size,)}",
-          'shuffled = {key: columns[key][perm] for key in ("obs", "actions", "logprobs", "means", "advantages", '
-          '"values", "returns")}', "ppo_continuous: the minibatches carry a fixed list of columns"),
+    *(Break(script, call, "None", f"{script[:-3]}: the on-policy check off") for script, call in (
+        ("ppo_continuous.py", 'check_on_policy(logprob, mb["logprobs"])'),
+        ("trpo.py", "check_on_policy(logprob, old_logprobs)"),
+        ("reinforce_baseline.py", 'check_on_policy(logprob, batch["logprobs"])'),
+        ("ppo_atari.py", 'check_on_policy(logprob, mb["logprobs"])'))),
+    *(Break(script, "if not gap <= 1e-4 * (1 + old_logprob", "if not gap <= 1e4 * (1 + old_logprob",
+            f"{script[:-3]}: the on-policy check lets a gap of 1e4 pass") for script in TORCH_SCRIPTS),
+    Break("ppo_continuous.py", "shuffled = {key: column[perm] for key, column in columns.items()}",
+          'shuffled = {key: columns[key][perm] for key in ("obs", "actions", "logprobs", "means", "logstds", '
+          '"advantages", "values", "returns")}', "ppo_continuous: the minibatches carry a fixed list of columns"),
+    *(Break(script, "elif column.shape[:1] != (T * N,):", "elif False:",
+            f"{script[:-3]}: a batch column of another shape passes in silence") for script in TORCH_SCRIPTS),
     # Figure 3's last two methods: CEM, and A2C with ACER's trust region and TensorFlow's RMSProp
     Break("cem.py", "torch.argsort(scores, descending=True)", "torch.argsort(scores, descending=False)",
           "cem: the elite chosen from the worst"),
@@ -119,14 +121,14 @@ BREAKS = [
           "ppo_continuous: normc scales each input's weights, not each unit's"),
     Break("ppo_continuous.py", "np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2))", "np.sqrt(obs_rms.var + 1e-8)",
           "ppo_continuous: the observation std floor ignored"),
-    Break("ppo_continuous.py", "carry.obs_rms.update(raw.reshape((-1,) + raw.shape[2:]))", "pass",
+    Break("ppo_continuous.py", "carry.obs_rms.update(raw)", "pass",
           "ppo_continuous: the batch's observations never reach the statistics"),
     Break("ppo_continuous.py", 'columns["advantages"] = normalize_advantages(batch["advantages"], batch_size)',
           'columns["advantages"] = batch["advantages"]', "ppo_continuous: --norm-adv-scope batch does not normalize"),
     Break("ppo_continuous.py", "if args.clip_actions else actions", "if True else actions",
           "ppo_continuous: --no-clip-actions still clips"),
-    Break("ppo_continuous.py", 'old_values = b_values if args.obs_stats_update == "step" else agent.value(obs)',
-          "old_values = b_values", "ppo_continuous: V_old from the old statistics with --obs-stats-update batch"),
+    Break("ppo_continuous.py", 'batch["values"] = agent.get_value(batch["obs"])', "pass",
+          "ppo_continuous: V_old from the old statistics with --obs-stats-update batch"),
     # Atari at the paper's scale: the frame limit of the paper's ids, and §6.4's network
     Break("ppo_atari.py", "return (3 if atari_game(args.env_id) == \"space_invaders\" else 4) * 100_000",
           "return 108_000", "ppo_atari: v4 ids get today's 108,000-frame limit"),

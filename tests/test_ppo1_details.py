@@ -76,12 +76,15 @@ def test_batch_statistics_stay_frozen_in_the_rollout_and_take_in_its_observation
     raw = rollout["raw_obs"]  # (T, N, 2): what each step acted on
     assert raw[:, 0, 0].tolist() == [0, 1, 2, 0, 1, 2] and raw[:, 0, 1].tolist() == [0, 0, 0, 1, 1, 1]
     assert np.array_equal(rollout["obs"], raw.astype(np.float32))  # normalized by mean 0, std 1: the raw numbers
-    ppo.refresh_obs_stats(rollout, carry, args)
+    advantages, values = ppo.estimate_advantages(agent, rollout, carry.next_obs, args)
+    batch = ppo.flatten_batch(rollout, advantages, values, torch.device("cpu"))
+    ppo.refresh_obs_stats(agent, rollout, batch, carry, args)
     flat = raw.reshape(-1, 2)
     assert carry.obs_rms.count == pytest.approx(12 + 1e-4)
     assert carry.obs_rms.mean == pytest.approx(flat.mean(0), rel=1e-4)
     assert carry.obs_rms.var == pytest.approx(flat.var(0), rel=1e-3)
-    assert rollout["obs"] == pytest.approx((raw - carry.obs_rms.mean) / np.sqrt(carry.obs_rms.var + 1e-8), rel=1e-5)
+    renormalized = (flat - carry.obs_rms.mean) / np.sqrt(carry.obs_rms.var + 1e-8)
+    assert batch["obs"].numpy() == pytest.approx(renormalized, rel=1e-5)
     # the next rollout starts from the last observation, [0, 2] in each env, normalized by the new statistics
     assert carry.raw_next_obs.tolist() == [[0, 2], [0, 2]]
     assert carry.next_obs == pytest.approx((carry.raw_next_obs - carry.obs_rms.mean) / np.sqrt(carry.obs_rms.var))
@@ -90,7 +93,8 @@ def test_batch_statistics_stay_frozen_in_the_rollout_and_take_in_its_observation
 def test_step_statistics_take_in_each_observation_as_it_comes():
     args = ppo.Args(env_id="tests.fake_envs:Chain-v0", num_envs=2, num_steps=6, norm_reward=False)
     _, carry, rollout = chain_rollout(args)
-    assert "raw_obs" not in rollout and carry.obs_rms.count == pytest.approx(2 * (6 + 1) + 1e-4)
+    assert carry.obs_rms.count == pytest.approx(2 * (6 + 1) + 1e-4)  # the first observations and 6 steps, in 2 envs
+    assert not np.array_equal(rollout["obs"][1:], rollout["raw_obs"][1:].astype(np.float32))  # normalized as they came
 
 
 def test_batch_statistics_returns_keep_the_rollouts_values_and_v_old_is_v_at_the_renormalized_batch():
@@ -98,16 +102,32 @@ def test_batch_statistics_returns_keep_the_rollouts_values_and_v_old_is_v_at_the
                     norm_reward=False, clip_vloss=True)  # fmt: skip
     agent, carry, rollout = chain_rollout(args)
     advantages, values = ppo.estimate_advantages(agent, rollout, carry.next_obs, args)
-    ppo.refresh_obs_stats(rollout, carry, args)
-    batch = ppo.flatten_batch(agent, rollout, advantages, values, args)
+    batch = ppo.flatten_batch(rollout, advantages, values, torch.device("cpu"))
+    sampled_with = batch["logprobs"].clone()
+    ppo.refresh_obs_stats(agent, rollout, batch, carry, args)
+    renormalized = torch.from_numpy(ppo.normalize_obs(rollout["raw_obs"].reshape(12, 2), carry.obs_rms, args, False))
     with torch.no_grad():
-        at_new_stats = agent.value(torch.from_numpy(rollout["obs"].reshape(12, 2)))
+        at_new_stats = agent.get_value(renormalized)
+    assert torch.equal(batch["obs"], renormalized)
     assert torch.allclose(batch["values"], at_new_stats)
     assert not torch.allclose(batch["values"], torch.from_numpy(values.reshape(-1)))  # the statistics did move
     assert torch.allclose(batch["returns"], torch.from_numpy((advantages + values).reshape(-1)))
     with torch.no_grad():
-        means = agent.actor_mean(torch.from_numpy(rollout["obs"].reshape(12, 2)))
+        means, logstds = agent.get_policy(renormalized)
     assert torch.allclose(batch["means"], means)  # π_old at the renormalized observations, as ppo1's oldpi
+    assert torch.allclose(batch["logprobs"], ppo.gaussian_log_prob(batch["actions"], means, logstds))
+    assert not torch.allclose(batch["logprobs"], sampled_with)  # not what the rollout sampled with: ppo1's order
+    assert not batch["logstds"].requires_grad  # π_old is data: no gradient may flow into it
+
+
+def one_env_batch(agent, obs: torch.Tensor, actions: torch.Tensor, advantages: torch.Tensor) -> dict:
+    """The batch flatten_batch makes of a rollout of one env that sampled `actions` at `obs` from the agent, V = 0."""
+    with torch.no_grad():
+        means, logstds = (x.detach() for x in agent.get_policy(obs))
+    rollout = {name: x[:, None].numpy() for name, x in (("obs", obs), ("actions", actions), ("means", means),
+                                                        ("logstds", logstds))}  # fmt: skip
+    values = np.zeros((len(obs), 1), np.float32)
+    return ppo.flatten_batch(rollout, advantages[:, None].numpy(), values, torch.device("cpu"))
 
 
 def seen_by_the_update(scope: str, monkeypatch) -> list[torch.Tensor]:
@@ -123,16 +143,9 @@ def seen_by_the_update(scope: str, monkeypatch) -> list[torch.Tensor]:
     args = ppo.Args(num_steps=256, minibatch_size=64, update_epochs=1, norm_adv_scope=scope)
     torch.manual_seed(0)
     agent = ppo.Agent(3, 1)
-    flat = ppo.flatten_parameters(agent)
-    optimizer = torch.optim.Adam([flat], lr=1e-4)
-    obs, actions = torch.randn(256, 3), torch.randn(256, 1)
-    with torch.no_grad():
-        means = agent.actor_mean(obs)
     advantages = torch.linspace(0, 10, 256) ** 2  # far from mean 0, std 1, and ordered: minibatches differ
-    batch = {"obs": obs, "actions": actions, "means": means, "logstd": agent.actor_logstd.detach().clone(),
-             "logprobs": ppo.gaussian_log_prob(actions, means, agent.actor_logstd.detach()),
-             "advantages": advantages, "values": torch.zeros(256), "returns": advantages}  # fmt: skip
-    ppo.update(agent, flat, optimizer, batch, 0.0, args)
+    batch = one_env_batch(agent, torch.randn(256, 3), torch.randn(256, 1), advantages)
+    ppo.update(agent, torch.optim.Adam(agent.parameters(), lr=1e-4), batch, 0.0, args)
     return seen[:4]  # the 4 minibatches of the one epoch; the diagnostics' call comes after
 
 
@@ -153,23 +166,18 @@ def test_the_gradient_clip_can_be_off(monkeypatch, max_grad_norm, clipped):
     norms = []
     step = torch.optim.Adam.step
 
-    def recording(self, *a, **kw):
-        norms.append(torch.linalg.vector_norm(self.param_groups[0]["params"][0].grad).item())
+    def recording(self, *a, **kw):  # the global norm of the gradient Adam is given
+        grads = [p.grad for group in self.param_groups for p in group["params"]]
+        norms.append(torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads])).item())
         return step(self, *a, **kw)
 
     monkeypatch.setattr(torch.optim.Adam, "step", recording)
     args = ppo.Args(num_steps=128, minibatch_size=64, update_epochs=1, max_grad_norm=max_grad_norm)
     torch.manual_seed(0)
     agent = ppo.Agent(3, 1)
-    flat = ppo.flatten_parameters(agent)
-    obs, actions = torch.randn(128, 3), torch.randn(128, 1) * 3
-    with torch.no_grad():
-        means = agent.actor_mean(obs)
-    returns = torch.full((128,), 100.0)  # V far from its targets: a large value gradient
-    batch = {"obs": obs, "actions": actions, "means": means, "logstd": agent.actor_logstd.detach().clone(),
-             "logprobs": ppo.gaussian_log_prob(actions, means, agent.actor_logstd.detach()),
-             "advantages": torch.randn(128), "values": torch.zeros(128), "returns": returns}  # fmt: skip
-    ppo.update(agent, flat, torch.optim.Adam([flat], lr=1e-4), batch, 0.0, args)
+    batch = one_env_batch(agent, torch.randn(128, 3), torch.randn(128, 1) * 3, torch.randn(128))
+    batch["returns"] = torch.full((128,), 100.0)  # V far from its targets: a large value gradient
+    ppo.update(agent, torch.optim.Adam(agent.parameters(), lr=1e-4), batch, 0.0, args)
     assert len(norms) == 2
     if clipped:
         assert max(norms) <= 0.5 + 1e-5

@@ -1,5 +1,5 @@
 """The seed's worked numbers (shared/seeds/000) and the paper's properties, through ppo_continuous.py's functions;
-the math every MuJoCo script keeps its own copy of (Gaussian, running statistics, NumPy policy) in each of them."""
+the math every MuJoCo script keeps its own copy of (Gaussian, running statistics, the rollout's sampling) in each."""
 
 import math
 
@@ -141,35 +141,30 @@ def test_running_mean_std_matches_numpy(module):
 
 
 @pytest.mark.parametrize("module", MODULES)
-def test_numpy_policy_mean_matches_the_torch_network(module):
+def test_the_rollout_keeps_the_gaussian_each_action_was_sampled_from(module):
+    # the rollout samples from get_policy itself (weights away from their start: biases not zero) and stores it
     torch.manual_seed(0)
-    agent = module.Agent(11, 3, orthogonal=False)
-    obs = torch.randn(5, 11)
+    args = module.Args(env_id="tests.fake_envs:Chain-v0", num_envs=2, num_steps=1000)
+    envs = module.make_envs(args, run_dir="unused")
+    agent = module.Agent(2, 1)
     with torch.no_grad():
-        expected = agent.actor_mean(obs).numpy()
-    np.testing.assert_allclose(agent.numpy_mean()(obs.numpy()), expected, rtol=1e-5, atol=1e-6)
-
-
-def test_flattened_parameters_are_views_that_train_like_the_originals():
-    torch.manual_seed(0)
-    agent, reference = ppo.Agent(5, 2), ppo.Agent(5, 2)
-    reference.load_state_dict(agent.state_dict())
-    flat = ppo.flatten_parameters(agent)
-    obs = torch.randn(8, 5)
-
-    def loss(net):
-        return (net.actor_mean(obs) * net.actor_logstd.exp()).square().sum() + net.value(obs).square().sum()
-
-    for _ in range(2):  # the second backward must land in the same flat gradient, not in new tensors
-        flat.grad.zero_()
-        reference.zero_grad()
-        loss(agent).backward()
-        loss(reference).backward()
-        expected = torch.cat([p.grad.reshape(-1) for p in reference.parameters()])
-        assert torch.equal(flat.grad, expected) and flat.grad.abs().sum() > 0
-    # a step on the flat tensor moves the networks' weights; loading a state dict writes into the flat tensor
+        for p in agent.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    rollout = module.collect_rollout(envs, agent, module.start_carry(envs, args), args, 0, [])
     with torch.no_grad():
-        flat.add_(1.0)
-    assert torch.equal(agent.actor_logstd, reference.actor_logstd + 1.0)
-    agent.load_state_dict(reference.state_dict())
-    assert torch.equal(flat, torch.cat([p.reshape(-1) for p in reference.parameters()]))
+        mean, logstd = agent.get_policy(torch.from_numpy(rollout["obs"]))
+    np.testing.assert_allclose(rollout["means"], mean.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rollout["logstds"], logstd.detach().numpy(), rtol=1e-6)  # a view of the weights
+    assert np.ptp(rollout["means"]) > 0.1  # the observations move the mean: a constant would prove nothing
+    z = ((rollout["actions"] - rollout["means"]) / np.exp(rollout["logstds"])).ravel()  # N(0, 1) if sampled from π
+    assert abs(z.mean()) < 0.1 and abs(z.std() - 1) < 0.05, (z.mean(), z.std())
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_the_on_policy_check_passes_rounding_and_stops_on_another_distribution(module):
+    old = torch.tensor([-3.0, -0.5, -40.0])
+    module.check_on_policy(old * (1 + 1e-6), old)  # float32 rounding of another batch shape: passes
+    for new in (old + torch.tensor([0.0, 0.01, 0.0]), torch.tensor([-3.0, float("nan"), -40.0])):
+        with pytest.raises(SystemExit) as stop:
+            module.check_on_policy(new, old)
+        assert str(stop.value.code).startswith("error: ") and "\n" not in str(stop.value.code)

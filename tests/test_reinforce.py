@@ -1,6 +1,7 @@
 """Vanilla policy gradient (reinforce_baseline.py): the seed's §2.1 numbers, the destructive reuse of a batch, and
 Figure 3's other baselines (§6.2) as flags of the script: vanilla PG with an adaptive stepsize, and A2C."""
 
+import copy
 import math
 import os
 import shlex
@@ -149,3 +150,27 @@ def test_average_network_follows_the_policy_with_decay_alpha():
     average, params = [torch.tensor([1.0, -2.0]), torch.tensor(4.0)], [torch.tensor([3.0, 2.0]), torch.tensor(0.0)]
     reinforce_baseline.update_average(average, params, alpha=0.75)  # 0.75 θ_avg + 0.25 θ
     assert average[0].tolist() == [1.5, -1.0] and average[1].item() == 3.0
+
+
+@pytest.mark.parametrize("trust_region", [False, True], ids=["vanilla-pg", "a2c-trust-region"])
+def test_the_update_stops_when_the_rollout_sampled_from_another_policy_than_it_scores(trust_region):
+    torch.manual_seed(0)
+    args = reinforce_baseline.Args(env_id="InvertedPendulum-v4", num_steps=256, trust_region=trust_region)
+    envs = reinforce_baseline.make_envs(args, run_dir="unused")
+    agent = reinforce_baseline.Agent(4, 1)
+    carry = reinforce_baseline.start_carry(envs, args)
+    rollout = reinforce_baseline.collect_rollout(envs, agent, carry, args, 0, [])
+    advantages, values = reinforce_baseline.estimate_advantages(agent, rollout, carry.next_obs, args)
+
+    def update(agent, rollout) -> None:
+        batch = reinforce_baseline.flatten_batch(rollout, advantages, values, torch.device("cpu"))
+        average = copy.deepcopy(agent).requires_grad_(False)
+        reinforce_baseline.update(agent, torch.optim.Adam(agent.parameters()), batch, args, average)
+
+    moved = copy.deepcopy(agent)
+    update(moved, rollout)  # on-policy: the update runs and moves π
+    assert not torch.equal(moved.actor_logstd, agent.actor_logstd)
+    before = [p.detach().clone() for p in agent.parameters()]
+    with pytest.raises(SystemExit, match="^error: the update's log π_θold"):
+        update(agent, {**rollout, "logstds": rollout["logstds"] + 0.1})  # σ of another π than the network's
+    assert all(torch.equal(p, q) for p, q in zip(agent.parameters(), before))  # stopped before any step

@@ -160,7 +160,8 @@ def test_a_gpu_runs_checkpoint_holds_and_restores_the_cuda_rng(tmp_path, monkeyp
     restored = []
     monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device: torch.tensor([7, 8, 9], dtype=torch.uint8))
     monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device: restored.append((state.tolist(), device)))
-    agent = SimpleNamespace(actor_logstd=SimpleNamespace(device=cuda), state_dict=dict, load_state_dict=lambda d: None)
+    weight = SimpleNamespace(device=cuda)  # the device is where the weights are
+    agent = SimpleNamespace(parameters=lambda: iter([weight]), state_dict=dict, load_state_dict=lambda d: None)
     optimizer = SimpleNamespace(state_dict=dict, load_state_dict=lambda d: None)
     args = module.Args(env_id="tests.fake_envs:Chain-v0", num_steps=4)
     envs = [gym.make(args.env_id)]

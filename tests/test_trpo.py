@@ -87,32 +87,47 @@ def test_fisher_vector_product_equals_the_explicit_hessian_of_the_mean_kl():
     torch.testing.assert_close(fvp(v), hessian @ v + 0.1 * v)
 
 
-def test_a_real_update_stays_in_the_trust_region_and_does_not_lower_the_surrogate():
+def real_batch():
+    """An agent and the batch of one real rollout of it (2048 InvertedPendulum steps), with π_θold as it sampled."""
     torch.manual_seed(0)
     args = trpo.Args(env_id="InvertedPendulum-v4", num_steps=2048, seed=3)
     envs = trpo.make_envs(args, run_dir="unused")
     agent = trpo.Agent(4, 1)
     carry = trpo.start_carry(envs, args)
-    batch = trpo.collect_rollout(envs, agent, carry, args, 0, [])
-    advantages, _ = trpo.estimate_advantages(agent, batch, carry.next_obs, args)
-    obs, actions = torch.from_numpy(batch["obs"].reshape(2048, 4)), torch.from_numpy(batch["actions"].reshape(2048, 1))
-    advantages = torch.from_numpy(advantages.reshape(-1))
-    advantages = (advantages - advantages.mean()) / advantages.std()
-    with torch.no_grad():
-        old_means, old_logstd = agent.actor_mean(obs), agent.actor_logstd.clone()
-        old_logprobs = trpo.gaussian_log_prob(actions, old_means, old_logstd)
+    rollout = trpo.collect_rollout(envs, agent, carry, args, 0, [])
+    advantages, values = trpo.estimate_advantages(agent, rollout, carry.next_obs, args)
+    return agent, trpo.flatten_batch(rollout, advantages, values, torch.device("cpu")), args
+
+
+def test_a_real_update_stays_in_the_trust_region_and_does_not_lower_the_surrogate():
+    agent, batch, args = real_batch()
+    obs, actions, old_logprobs = batch["obs"], batch["actions"], batch["logprobs"]
+    old_means, old_logstds = batch["means"], batch["logstds"]  # π_θold as the rollout sampled from it, per sample
+    assert obs.shape == (2048, 4) and actions.shape == old_means.shape == old_logstds.shape == (2048, 1)
+    advantages = (batch["advantages"] - batch["advantages"].mean()) / batch["advantages"].std()
     before = trpo.surrogate(torch.ones(2048), advantages).item()  # r = 1 at θ_old
 
-    step = trpo.trpo_step(agent, obs, actions, old_logprobs, old_means, old_logstd, advantages, args)
+    step = trpo.trpo_step(agent, obs, actions, old_logprobs, old_means, old_logstds, advantages, args)
 
     with torch.no_grad():
-        mean = agent.actor_mean(obs)
-        kl = trpo.gaussian_kl(old_means, old_logstd, mean, agent.actor_logstd).mean().item()
-        ratio = (trpo.gaussian_log_prob(actions, mean, agent.actor_logstd) - old_logprobs).exp()
+        mean, logstd = agent.get_policy(obs)
+        kl = trpo.gaussian_kl(old_means, old_logstds, mean, logstd).mean().item()
+        ratio = (trpo.gaussian_log_prob(actions, mean, logstd) - old_logprobs).exp()
         after = trpo.surrogate(ratio, advantages).item()
     assert step["charts/step_rejected"] == 0.0 and 0 < step["charts/backtrack_fraction"] <= 1
     assert 0 < kl <= args.max_kl
     assert after > before and after - before == pytest.approx(step["losses/surrogate_gain"], rel=1e-4)
+
+
+def test_trpo_step_stops_when_the_rollout_sampled_from_another_policy_than_it_scores():
+    agent, batch, args = real_batch()
+    advantages = (batch["advantages"] - batch["advantages"].mean()) / batch["advantages"].std()
+    old = nn.utils.parameters_to_vector(agent.parameters()).detach().clone()
+    shifted = batch["means"] + 0.1  # the rollout's mean off the network's: the actions came from another π
+    logprobs = trpo.gaussian_log_prob(batch["actions"], shifted, batch["logstds"])
+    with pytest.raises(SystemExit, match="^error: the update's log π_θold"):
+        trpo.trpo_step(agent, batch["obs"], batch["actions"], logprobs, shifted, batch["logstds"], advantages, args)
+    assert torch.equal(nn.utils.parameters_to_vector(agent.parameters()), old)  # stopped before any step
 
 
 class LinearGaussian(nn.Module):
@@ -126,6 +141,10 @@ class LinearGaussian(nn.Module):
         with torch.no_grad():
             self.actor_mean.weight.copy_(torch.tensor([weight]))
             self.actor_mean.bias.fill_(bias)
+
+    def get_policy(self, obs):  # as trpo.Agent's: the mean and the log-std, one row per state
+        mean = self.actor_mean(obs)
+        return mean, self.actor_logstd.expand_as(mean)
 
     def theta(self) -> torch.Tensor:
         """θ in trpo_step's order: the mean's weights, its bias, log σ."""
