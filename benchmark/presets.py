@@ -141,6 +141,12 @@ A2C_TRUST_REGION = A2C + " --trust-region --tr-delta 1 --tr-alpha 0.99"
 CEM = ""
 
 
+# Prefixes of a Table 1 setting rerun with the same flags by a later version of ppo_continuous.py whose arithmetic is
+# not bit-identical to the one that trained benchmark/results/table1.csv (tags "<prefix>-<setting>"): the report
+# scores them as it scores a variant with other details, on table1's scale beside the committed row
+RERUNS = {"plain": "ppo_continuous.py in plain PyTorch (issue #44: torch policy in the rollout, per-tensor Adam)"}
+
+
 # Methods whose runs stay in a results table for one release after another method replaced them, as (script, tag):
 # benchmark/report.py lists them in the returns table, labelled, but leaves them out of the plots and the verdicts
 SUPERSEDED = {("reinforce_baseline.py", "a2c")}  # A2C on PyTorch's RMSprop, replaced by a2c-tf-rmsprop on 2026-12-02
@@ -172,6 +178,19 @@ PRESETS = {
             for tag in PPO1_SETTINGS
             for s in TABLE1
             if s.tag == tag
+        ],
+        MUJOCO_TASKS,
+        [1, 2, 3],
+        1_000_000,
+    ),
+    # Table 1's clip 0.2 row rerun by the plain-PyTorch ppo_continuous.py (RERUNS): are its results unchanged?
+    "table1-plain": Preset(
+        "Table 1's clip 0.2 row rerun by ppo_continuous.py in plain PyTorch (not bit-identical to the version that"
+        " trained table1), 7 MuJoCo tasks x 3 seeds, 1M steps",
+        [
+            Method(
+                "ppo_continuous.py", "plain-clip-0.2", "--objective clip --clip-coef 0.2", "PPO, ε = 0.2, plain PyTorch"
+            )
         ],
         MUJOCO_TASKS,
         [1, 2, 3],

@@ -66,7 +66,7 @@ import scipy.stats  # noqa: E402
 import tyro  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from benchmark.presets import MUJOCO_TASKS, SUPERSEDED, TABLE1  # noqa: E402
+from benchmark.presets import MUJOCO_TASKS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_RETURNS = os.path.join(ROOT, "benchmark", "random_returns.json")
@@ -170,13 +170,15 @@ class Method:
         """(prefix, Table 1 setting) for a Table 1 setting run with another set of code-level details, as the
         table1-ppo1 preset runs them: script ppo_continuous.py, tag "<prefix>-<setting's tag>", flags the prefix's
         followed by the setting's; or None. The prefix needs a flag of its own: without one the run is the setting
-        itself under another name, and nothing in it is the prefix's details."""
+        itself under another name, and nothing in it is the prefix's details; unless the prefix is a rerun
+        (presets.RERUNS), the setting trained again by a later, not bit-identical version of the script."""
         if self.script != TABLE1_SCRIPT:
             return None
         flags = self.flags.split()
         for s in TABLE1:
             own, prefix = s.flags.split(), self.tag[: -len(s.tag) - 1]
-            if self.tag == f"{prefix}-{s.tag}" and prefix and len(flags) > len(own) and flags[-len(own) :] == own:
+            extra = len(flags) > len(own) or prefix in RERUNS  # a rerun by another version has no flag of its own
+            if self.tag == f"{prefix}-{s.tag}" and prefix and extra and flags[-len(own) :] == own:
                 return prefix, s
         return None
 
