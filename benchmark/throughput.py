@@ -7,6 +7,10 @@ resetting at episode ends; for Atari ale-py's AtariVectorEnv with the script's 8
 alternate, and the median of --repeats rounds is reported, because these machines are shared and noisy.
 
     python benchmark/throughput.py --scripts ppo_continuous.py trpo.py reinforce_baseline.py ppo_atari.py
+    python benchmark/throughput.py --scripts ppo_continuous.py --base 5bbc273~2   # old against new, in one run
+
+With --base, each script is also timed as it stood at that commit (taken with `git show` into a scratch folder),
+in the same rounds, so that old and new are measured side by side on the same machine at the same time.
 """
 
 import os
@@ -18,6 +22,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import Optional
 
 import gymnasium as gym
 import numpy as np
@@ -41,6 +46,8 @@ class Args:
     """agent steps per measurement of ppo_atari.py (10 iterations of 8 x 128)"""
     repeats: int = 3
     """rounds; the median is reported"""
+    base: Optional[str] = None
+    """also time each script as it stands at this git commit, in the same rounds (old against new)"""
 
 
 def bare_sps(env_id: str, steps: int, seed: int = 0) -> float:
@@ -71,6 +78,7 @@ def bare_atari_sps(env_id: str, steps: int, seed: int = 0) -> float:
 
 
 def script_sps(script: str, env_id: str, steps: int) -> float:
+    """SPS of the training loop of `script` (a path, or a name at the top of the repo), by its own "done:" line."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, os.path.join(ROOT, script), "--env-id", env_id, "--total-timesteps", str(steps)]
         proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
@@ -80,7 +88,24 @@ def script_sps(script: str, env_id: str, steps: int) -> float:
     return int(match.group(1)) / float(match.group(2))
 
 
+def at_commit(script: str, commit: str, folder: str) -> str:
+    """The script as it stood at `commit`, written into `folder`; its path."""
+    proc = subprocess.run(["git", "show", f"{commit}:{script}"], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"error: --base {commit}: {proc.stderr.strip()}")
+    path = os.path.join(folder, script)
+    with open(path, "w") as f:
+        f.write(proc.stdout)
+    return path
+
+
 def main(args: Args) -> None:
+    if args.base:  # old against new: each script twice, the base's copy named script@base
+        folder = tempfile.mkdtemp()
+        args.scripts = [x for s in args.scripts for x in (s, f"{s}@{args.base}")]
+        paths = {s: at_commit(s.split("@")[0], args.base, folder) if "@" in s else s for s in args.scripts}
+    else:
+        paths = {s: s for s in args.scripts}
     atari = [s for s in args.scripts if "atari" in s]
     groups = [(args.env_id, args.steps, [s for s in args.scripts if s not in atari], bare_sps)]
     groups += [(args.atari_env_id, args.atari_steps, atari, bare_atari_sps)] if atari else []
@@ -91,7 +116,7 @@ def main(args: Args) -> None:
         for _ in range(args.repeats):
             bare.append(bare_fn(env_id, steps))
             for script in scripts:
-                trained[script].append(script_sps(script, env_id, steps))
+                trained[script].append(script_sps(paths[script], env_id, steps))
         bare_median = statistics.median(bare)
         print(f"\n{env_id}, {steps} steps, median of {args.repeats} rounds\n")
         print("| what | SPS (median) | all rounds | share of bare stepping |\n|-|-|-|-|")
