@@ -393,30 +393,31 @@ def collect_rollout(envs: list, agent: Agent, carry: Carry, args: Args, global_s
                "terminated": np.zeros((T, N), bool), "truncated": np.zeros((T, N), bool)}  # fmt: skip
     noise = torch.randn(act_shape).numpy()  # z ~ N(0, I) for a = μ(s) + σ(s) z: one call, not one per step
     (raw_obs, raw_final_obs), raw_reward = np.zeros((2, *carry.raw_next_obs.shape)), np.zeros(N)  # (N, ...) each
-    for step in range(T):
-        with torch.inference_mode():  # π_θold(·|s): the policy network itself, one row per env
-            mean, logstd = (x.numpy(force=True) for x in agent.get_policy(torch.from_numpy(carry.next_obs).to(device)))
-        rollout["actions"][step] = mean + np.exp(logstd) * noise[step]  # a ~ π_θold(·|s)
-        rollout["obs"][step], rollout["means"][step], rollout["logstds"][step] = carry.next_obs, mean, logstd
-        rollout["raw_obs"][step] = carry.raw_next_obs
-        terminated, truncated = rollout["terminated"][step], rollout["truncated"][step]
-        given = env_actions(rollout["actions"][step], envs[0].action_space)  # the rollout keeps the sample
-        for i, env in enumerate(envs):
-            raw_obs[i], raw_reward[i], terminated[i], truncated[i], _ = env.step(given[i])
-            if terminated[i] or truncated[i]:  # keep the real final observation, then begin a new episode
-                raw_final_obs[i] = raw_obs[i]
-                raw_obs[i] = env.reset()[0]
-        global_step += N
-        carry.episode_return += raw_reward
-        carry.episode_length += 1
-        rollout["rewards"][step] = scale_rewards(raw_reward, carry, args)
-        for i in np.flatnonzero(terminated | truncated):
-            episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
-            if truncated[i]:
-                rollout["final_obs"][step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, False)[0]
-            carry.episode_return[i], carry.episode_length[i], carry.discounted_return[i] = 0, 0, 0
-        carry.raw_next_obs = raw_obs.copy()
-        carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args)
+    with torch.inference_mode():  # θ_old is frozen for the whole rollout: no autograd
+        for step in range(T):
+            policy = agent.get_policy(torch.from_numpy(carry.next_obs).to(device))  # π_θold(·|s), one row per env
+            mean, logstd = (x.numpy(force=True) for x in policy)
+            rollout["actions"][step] = mean + np.exp(logstd) * noise[step]  # a ~ π_θold(·|s)
+            rollout["obs"][step], rollout["means"][step], rollout["logstds"][step] = carry.next_obs, mean, logstd
+            rollout["raw_obs"][step] = carry.raw_next_obs
+            terminated, truncated = rollout["terminated"][step], rollout["truncated"][step]
+            given = env_actions(rollout["actions"][step], envs[0].action_space)  # the rollout keeps the sample
+            for i, env in enumerate(envs):
+                raw_obs[i], raw_reward[i], terminated[i], truncated[i], _ = env.step(given[i])
+                if terminated[i] or truncated[i]:  # keep the real final observation, then begin a new episode
+                    raw_final_obs[i] = raw_obs[i]
+                    raw_obs[i] = env.reset()[0]
+            global_step += N
+            carry.episode_return += raw_reward
+            carry.episode_length += 1
+            rollout["rewards"][step] = scale_rewards(raw_reward, carry, args)
+            for i in np.flatnonzero(terminated | truncated):
+                episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
+                if truncated[i]:
+                    rollout["final_obs"][step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, False)[0]
+                carry.episode_return[i], carry.episode_length[i], carry.discounted_return[i] = 0, 0, 0
+            carry.raw_next_obs = raw_obs.copy()
+            carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args)
     return rollout
 
 

@@ -1,0 +1,56 @@
+"""The README's claims about the scripts hold, and keep holding as the scripts change: the diff counts it gives, and
+the functions it says the three MuJoCo scripts share line for line."""
+
+import ast
+import os
+import re
+import subprocess
+
+import pytest
+
+from tests.helpers import ROOT
+
+MUJOCO_SCRIPTS = ["ppo_continuous.py", "trpo.py", "reinforce_baseline.py"]
+
+
+def readme() -> str:
+    with open(os.path.join(ROOT, "README.md")) as f:
+        return " ".join(f.read().split())  # one line: a claim may wrap anywhere
+
+
+def source(script: str) -> str:
+    with open(os.path.join(ROOT, script)) as f:
+        return f.read()
+
+
+def changed_lines(a: str, b: str) -> int:
+    """`diff a b | grep -c '^[<>]'`, the README's count."""
+    proc = subprocess.run(["diff", a, b], cwd=ROOT, capture_output=True, text=True)
+    return sum(line[:1] in "<>" and line != "" for line in proc.stdout.splitlines())
+
+
+def top_level(script: str) -> dict[str, str]:
+    """The source of each top-level function and class of a script, by name."""
+    text = source(script)
+    tree = ast.parse(text)
+    return {
+        n.name: ast.get_source_segment(text, n) for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+    }
+
+
+@pytest.mark.parametrize("other", ["trpo.py", "reinforce_baseline.py"])
+def test_the_readmes_diff_count_is_the_diffs(other):
+    claim = re.search(rf"`diff ppo_continuous\.py {re.escape(other)}` has ([\d,]+) changed lines", readme())
+    assert claim, f"the README gives no diff count for {other}"
+    assert changed_lines("ppo_continuous.py", other) == int(claim.group(1).replace(",", "")), claim.group(0)
+
+
+def test_the_functions_the_readme_says_the_mujoco_scripts_share_are_the_same_in_each():
+    claim = re.search(r"share, line for line, (.*?) \(checked by tests/test_readme\.py\)", readme())
+    assert claim, "the README names no shared functions"
+    names = re.findall(r"`(\w+)`", claim.group(1))
+    assert len(names) >= 20, names
+    sources = [top_level(script) for script in MUJOCO_SCRIPTS]
+    for name in names:
+        assert all(name in s for s in sources), f"{name} is not in every MuJoCo script"
+        assert sources[0][name] == sources[1][name] == sources[2][name], f"{name} differs between the MuJoCo scripts"
