@@ -198,35 +198,6 @@ class Agent(nn.Module):
         return self(obs)[1]
 
 
-def flatten_parameters(module: nn.Module) -> nn.Parameter:
-    """Make the parameters views into one flat tensor, and their gradients views into another (call after .to()):
-    Adam and the norm clip then make one call, not one per layer, and per-call overhead is most of a small update."""
-    params = list(module.parameters())
-    flat = nn.Parameter(torch.cat([p.detach().reshape(-1) for p in params]))
-    flat.grad = torch.zeros_like(flat)
-    offset = 0
-    for p in params:
-        p.data = flat.data[offset : offset + p.numel()].view_as(p)
-        p.grad = flat.grad[offset : offset + p.numel()].view_as(p)
-        offset += p.numel()
-    return flat
-
-
-def check_flat(module: nn.Module, flat: nn.Parameter) -> None:
-    """flatten_parameters' views hold only while nothing replaces them. The usual `optimizer.zero_grad()` sets the
-    flat gradient to None: Adam then skips every step, the layers' gradients pile up, and nothing learns. Stop the
-    run at once instead of training in silence."""
-
-    def memory(tensor: Optional[torch.Tensor]) -> Optional[int]:
-        return None if tensor is None else tensor.untyped_storage().data_ptr()
-
-    params = list(module.parameters())
-    if flat.grad is None or not all(memory(p) == memory(flat) and memory(p.grad) == memory(flat.grad) for p in params):
-        sys.exit("error: the weights' gradients are no longer views of flat_params.grad (optimizer.zero_grad() sets it "
-                 "to None): zero it with flat_params.grad.zero_(), or drop flatten_parameters and give the optimizer "
-                 "agent.parameters()")  # fmt: skip
-
-
 # ALGO LOGIC: the math, as small pure functions
 
 
@@ -314,6 +285,17 @@ def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
     if kl > kl_target * 1.5:
         return kl_beta * 2
     return kl_beta
+
+
+def check_on_policy(logprob: torch.Tensor, old_logprob: torch.Tensor) -> None:
+    """Before the update's first gradient step θ = θ_old, so the update's log π_θ(a_t|s_t) must be the log-probability
+    the rollout sampled each action with, up to float rounding. If not, the rollout sampled from other logits than
+    the update scores as π_θold (an edit made in one and not the other), and PPO would train off-policy in silence:
+    stop instead. The bound is float32 rounding, which grows with the size of the terms summed."""
+    gap = (logprob.detach() - old_logprob).abs().max().item()
+    if not gap <= 1e-4 * (1 + old_logprob.abs().max().item()):  # also stops on nan
+        sys.exit(f"error: the update's log π_θold(a|s) differs from the rollout's by up to {gap:.3g}: the rollout "
+                 "sampled from other logits than the update scores; compute both with agent(obs)")  # fmt: skip
 
 
 def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
@@ -436,7 +418,8 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
     only becomes the next step's input. The time limit is applied here, so a truncated game's real last observation
     (kept for bootstrapping) and lives are seen before its reset. After a lost life the next action is FIRE
     (--fire-on-life-loss); `served` marks those steps, which the update leaves out.
-    The shared trunk gives V(s) and log π(a|s) with the action, so the rollout stores them.
+    Each action is stored with the distribution it was sampled from, π_θold(·|s) (its logits), and its
+    log-probability under it, which the update scores as π_θold; the shared trunk gives V(s) with them.
     Finished games are appended to `episodes` as (global_step, score, length).
     """
     T, N, device = args.num_steps, args.num_envs, next(agent.parameters()).device
@@ -444,6 +427,7 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
     final_obs = {}  # (t, i) → real last observation of a truncated game
     actions = np.zeros((T, N), dtype=np.int64)
     logits = np.zeros((T, N, envs.single_action_space.n), dtype=np.float32)  # (T, N, num_actions): π_old
+    logprobs = np.zeros((T, N), dtype=np.float32)  # log π_old(a_t|s_t)
     values, rewards = np.zeros((T, N), dtype=np.float32), np.zeros((T, N), dtype=np.float32)
     terminated = np.zeros((T, N), dtype=bool)
     truncated = np.zeros((T, N), dtype=bool)
@@ -459,6 +443,8 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
         actions[step] = (logits[step] + gumbel[step]).argmax(-1)
         served[step] = carry.serve
         actions[step, carry.serve] = carry.fire  # serve again after a lost life, as baselines' FireResetEnv
+        # at sampling time, from the very logits sampled from (a served step: FIRE's, which the loss leaves out)
+        logprobs[step] = categorical_log_prob(torch.from_numpy(logits[step]), torch.from_numpy(actions[step])).numpy()
         next_obs, reward, terminated[step], _, info = envs.step(actions[step])
         global_step += N
         carry.episode_return += reward  # the real score: whole games, every life, unclipped
@@ -490,8 +476,9 @@ def collect_rollout(envs, agent: Agent, carry: Carry, args: Args, global_step: i
                     save_video(carry.frames, f"{carry.video_dir}/game-{carry.games}.mp4")
                 carry.frames, carry.games = [], carry.games + 1
         carry.next_obs = next_obs
-    return {"obs": obs, "final_obs": final_obs, "actions": actions, "logits": logits, "values": values,
-            "rewards": rewards, "terminated": terminated, "truncated": truncated, "served": served}  # fmt: skip
+    return {"obs": obs, "final_obs": final_obs, "actions": actions, "logits": logits, "logprobs": logprobs,
+            "values": values, "rewards": rewards, "terminated": terminated, "truncated": truncated,
+            "served": served}  # fmt: skip
 
 
 def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
@@ -511,41 +498,47 @@ def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args:
 
 
 def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, device: torch.device) -> dict:
-    """The (T, N) rollout as a batch of B = NT samples, with π_θold's log-probs from the rollout's logits. Each
-    tensor whose first dimension is B is a per-sample column: the update shuffles and slices every one of them, so a
-    column added here reaches each minibatch as mb[key]."""
-    batch_size = advantages.size
-    actions = torch.from_numpy(rollout["actions"].reshape(batch_size)).to(device)  # (B,)
-    logits = torch.from_numpy(rollout["logits"].reshape(batch_size, -1)).to(device)  # (B, num_actions): π_old
-    b_advantages = torch.from_numpy(advantages.reshape(-1)).to(device)  # (B,)
-    b_values = torch.from_numpy(values.reshape(-1)).to(device)  # (B,)
-    return {
-        "obs": torch.from_numpy(rollout["obs"].reshape((batch_size, 4, 84, 84))).to(device),  # (B, 4, 84, 84) uint8
-        "actions": actions, "logprobs": categorical_log_prob(logits, actions), "logits": logits,
-        "advantages": b_advantages, "values": b_values, "returns": b_advantages + b_values,  # V_targ = Â + V_old
-        # the one mask of the forced FIRE: 1 where π chose the action, 0 where the script served after a lost life.
-        # No log π of an action the policy did not choose enters the loss (its policy, KL and entropy terms, and the
-        # advantages' mean and std); V still learns from those states
-        "valid": torch.from_numpy(~rollout["served"].reshape(-1)).to(device, torch.float32),  # (B,)
-    }  # fmt: skip
+    """The (T, N) rollout as a batch of B = T·N samples. Every entry is a per-sample column: the update shuffles each
+    one and cuts it into minibatches, so a column added here reaches every minibatch as mb[key]. The rule: a column
+    of shape (T, N, ...) is flattened to (B, ...), one of shape (B, ...) is taken as it is, any other stops the run.
+    π_θold is what the rollout sampled from (its logits, and each action's log-probability under them); the returns
+    are V_targ = Â + V_old, with V_old = V(s_t) as the rollout computed it."""
+    T, N = advantages.shape
+    columns = {"obs": rollout["obs"], "actions": rollout["actions"], "logprobs": rollout["logprobs"],
+               "logits": rollout["logits"], "advantages": advantages, "values": values,
+               "returns": advantages + values,
+               # the one mask of the forced FIRE: 1 where π chose the action, 0 where the script served after a lost
+               # life. No log π of an action the policy did not choose enters the loss (its policy, KL and entropy
+               # terms, and the advantages' mean and std); V still learns from those states
+               "valid": (~rollout["served"]).astype(np.float32)}  # fmt: skip
+    batch = {}
+    for key, column in columns.items():
+        column = torch.as_tensor(column)
+        if column.shape[:2] == (T, N):
+            column = column.reshape(T * N, *column.shape[2:])
+        elif column.shape[:1] != (T * N,):
+            sys.exit(f"error: batch column {key!r} has shape {tuple(column.shape)}; a per-sample column is (T, N, ...)"
+                     f" = ({T}, {N}, ...) or (T·N, ...) = ({T * N}, ...)")  # fmt: skip
+        batch[key] = column.to(device)
+    return batch
 
 
 # ALGO LOGIC: the update (Algorithm 1, step 3)
 
 
-def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_beta: float, clip_coef: float,
+def update(agent: Agent, optimizer: torch.optim.Optimizer, batch: dict, kl_beta: float, clip_coef: float,
            args: Args) -> dict:  # fmt: skip
     """Algorithm 1's "optimize surrogate L wrt θ, with K epochs and minibatch size M ≤ NT", then how far π moved
     from π_old and how well V fits, over the whole batch. Returns the metrics."""
     value_clip = clip_coef if args.clip_vloss else None
     uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
-    batch_size = len(batch["advantages"])
+    batch_size = args.num_envs * args.num_steps
     last_logits, last_values = torch.zeros_like(batch["logits"]), torch.zeros_like(batch["values"])
     any_served = not bool(batch["valid"].all())  # else the plain per-minibatch statistics: cheaper, the same numbers
-    for _epoch in range(args.update_epochs):
-        # shuffle every per-sample column once per epoch, then cut it into minibatches: views, not gathers
-        perm = torch.randperm(batch_size, device=batch["advantages"].device)
-        shuffled = {key: column[perm] for key, column in batch.items() if column.shape[:1] == (batch_size,)}
+    for epoch in range(args.update_epochs):
+        # shuffle every column once per epoch, then cut it into minibatches: views, not gathers
+        perm = torch.randperm(batch_size, device=batch["obs"].device)
+        shuffled = {key: column[perm] for key, column in batch.items()}
         shuffled["index"] = perm  # where each sample sits in the batch: the diagnostics use its last outputs
         # the mask `valid` as weights: each minibatch's mean becomes the mean over the steps π chose
         shuffled["weights"] = sample_weights(shuffled["valid"], args.minibatch_size)  # exactly 1 when none was served
@@ -556,18 +549,19 @@ def update(agent: Agent, flat_params: nn.Parameter, optimizer, batch: dict, kl_b
             mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
             logits, new_values = agent(mb["obs"])
             last_logits[mb["index"]], last_values[mb["index"]] = logits.detach(), new_values.detach()
-            # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
-            ratio = (categorical_log_prob(logits, mb["actions"]) - mb["logprobs"]).exp()
+            logprob = categorical_log_prob(logits, mb["actions"])
+            if epoch == 0 and start == 0:  # θ = θ_old yet: the update must score what the rollout sampled from
+                check_on_policy(logprob, mb["logprobs"])
+            ratio = (logprob - mb["logprobs"]).exp()  # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
             kl = categorical_kl(mb["logits"], logits) if uses_kl else None
             pg_obj = policy_objective(ratio, mb["advantages"], args.objective, clip_coef, kl, kl_beta, mb["weights"])
             v_loss = value_loss(new_values, mb["values"], mb["returns"], value_clip)
             entropy = (categorical_entropy(logits) * mb["weights"]).mean()
             loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
-            flat_params.grad.zero_()
+            optimizer.zero_grad()
             loss.backward()
             # [not in paper] clip the global gradient norm: g ← g · min(1, max_grad_norm / ‖g‖)
-            grad_norm = torch.linalg.vector_norm(flat_params.grad)
-            flat_params.grad.mul_(torch.clamp(args.max_grad_norm / (grad_norm + 1e-6), max=1.0))
+            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
             optimizer.step()
     return diagnostics(agent, batch, (last_logits, last_values), kl_beta, clip_coef, value_clip, args)
 
@@ -615,8 +609,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
 
     envs = make_envs(args, run_dir)
     agent = Agent(envs.single_action_space.n, args.orthogonal_init, args.network).to(device)
-    flat_params = flatten_parameters(agent)  # all weights in one tensor: one Adam call per step, not one per layer
-    optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps, fused=True)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps, fused=True)
     global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
     if ckpt is not None:  # continue the learner exactly where the checkpoint stopped
         restore_checkpoint(ckpt, agent, optimizer)
@@ -643,8 +636,7 @@ def train(args: Args, ckpt: Optional[dict] = None) -> None:
         batch = flatten_batch(rollout, advantages, values, device)
 
         # ALG STEP 3: optimize the surrogate L wrt θ, with K epochs and minibatch size M ≤ NT; then θ_old ← θ
-        metrics = update(agent, flat_params, optimizer, batch, kl_beta, clip_coef, args)
-        check_flat(agent, flat_params)  # a fork's optimizer lines can undo the flat views: stop rather than not learn
+        metrics = update(agent, optimizer, batch, kl_beta, clip_coef, args)
         if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
             sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
         metrics["losses/explained_variance"] = explained_variance(advantages, values)

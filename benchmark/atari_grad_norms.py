@@ -51,8 +51,7 @@ def main(args: Args) -> None:
         batch = advantages.size
         obs = torch.from_numpy(rollout["obs"].reshape(batch, 4, 84, 84))
         actions = torch.from_numpy(rollout["actions"].reshape(batch))
-        old_logits = torch.from_numpy(rollout["logits"].reshape(batch, -1))
-        old_logprobs = ppo_atari.categorical_log_prob(old_logits, actions)
+        old_logprobs = torch.from_numpy(rollout["logprobs"].reshape(batch))  # log π_old(a|s), as the rollout sampled
         b_advantages, b_values = torch.from_numpy(advantages.reshape(-1)), torch.from_numpy(values.reshape(-1))
         for mb in torch.randperm(batch).split(settings.minibatch_size):
             logits, new_values = agent(obs[mb])

@@ -70,17 +70,17 @@ def fire_gain(module) -> tuple[float, float]:
     torch.manual_seed(0)
     args = module.Args(num_envs=8, num_steps=32, minibatch_size=64)
     agent = module.Agent(4)
-    flat_params = module.flatten_parameters(agent)
-    optimizer = torch.optim.Adam([flat_params], lr=args.learning_rate, eps=args.adam_eps)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps)
     obs = torch.randint(0, 256, (32, 8, 4, 84, 84), dtype=torch.uint8)
     actions = torch.arange(256).view(32, 8) % 4
     with torch.inference_mode():
         logits, values = agent(obs.view(256, 4, 84, 84))
+        logprobs = module.categorical_log_prob(logits, actions.view(256))  # what the rollout stores with each action
     rollout = {"obs": obs.numpy(), "actions": actions.numpy(), "logits": logits.view(32, 8, 4).numpy(),
-               "served": np.zeros((32, 8), dtype=bool)}  # fmt: skip
+               "logprobs": logprobs.view(32, 8).numpy(), "served": np.zeros((32, 8), dtype=bool)}  # fmt: skip
     advantages = np.where(actions.numpy() == 1, 1.0, -0.5).astype(np.float32)
     batch = module.flatten_batch(rollout, advantages, values.view(32, 8).numpy(), torch.device("cpu"))
-    metrics = module.update(agent, flat_params, optimizer, batch, 0.0, args.clip_coef, args)
+    metrics = module.update(agent, optimizer, batch, 0.0, args.clip_coef, args)
     assert metrics["losses/kl"] > 0 and metrics["losses/clipfrac"] >= 0
     with torch.inference_mode():
         new_logits, _ = agent(batch["obs"])

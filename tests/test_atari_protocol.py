@@ -141,7 +141,11 @@ def train_weights(tmp_path, monkeypatch, name: str, forced_action: int) -> tuple
     def collect_and_relabel(*a, **k):
         rollout = collect(*a, **k)
         served.append(int(rollout["served"].sum()))
-        rollout["actions"][rollout["served"]] = forced_action  # after the env stepped: only the update sees it
+        forced = rollout["served"]
+        rollout["actions"][forced] = forced_action  # after the env stepped: only the update sees it
+        # with its log π_old, as the rollout stores each action's (the update checks that they agree)
+        logits, actions = torch.from_numpy(rollout["logits"][forced]), torch.from_numpy(rollout["actions"][forced])
+        rollout["logprobs"][forced] = ppo_atari.categorical_log_prob(logits, actions).numpy()
         return rollout
 
     monkeypatch.setattr(ppo_atari, "collect_rollout", collect_and_relabel)
