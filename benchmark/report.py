@@ -66,7 +66,7 @@ import scipy.stats  # noqa: E402
 import tyro  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from benchmark.presets import MUJOCO_TASKS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
+from benchmark.presets import MUJOCO_TASKS, PRESETS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_RETURNS = os.path.join(ROOT, "benchmark", "random_returns.json")
@@ -622,12 +622,29 @@ def atari_section(summary: dict, rows: list[dict]) -> list[str]:
     return lines + ["", "Against the paper's PPO (Table 6):", ""] + verdicts + [""]
 
 
-def variant_sections(rows: list[dict], anchors: dict, resamples: int, seed: int, anchors_source: str) -> list[dict]:
+def grid_sizes(path: str, seeds: Optional[list[int]]) -> dict[tuple, int]:
+    """How many runs the grid of a results table asks of each method, when the table is a preset's
+    (benchmark/results/{preset}.csv): its tasks times its seeds (those of --seeds only), by (script, tag, flags,
+    total timesteps). {} for a table of no preset's: then nothing is known to be missing."""
+    preset = PRESETS.get(os.path.splitext(os.path.basename(path))[0])
+    if preset is None or preset.total_timesteps is None:
+        return {}
+    n = len(preset.env_ids) * len([s for s in preset.seeds if not seeds or s in seeds])
+    return {(m.script, m.tag, " ".join(m.flags.split()), preset.total_timesteps): n for m in preset.methods}
+
+
+def grid_size(sizes: dict[tuple, int], method: Method) -> Optional[int]:
+    return sizes.get((method.script, method.tag, " ".join(method.flags.split()), method.total_timesteps))
+
+
+def variant_sections(rows: list[dict], anchors: dict, resamples: int, seed: int, anchors_source: str,
+                     sizes: Optional[dict] = None) -> list[dict]:  # fmt: skip
     """Per prefix and length, the Table 1 settings run with that prefix's details (Method.variant), scored on the
     anchors table's Table 1 at that length (anchors: its summarize): per task its random policy 0 and its best setting
     1. The variant table's own best would make its best setting 1 whatever it scored; on the anchors' scale its
     numbers read beside the main Table 1's. Each setting's row also holds the anchors' row of the same setting and the
-    difference of the two (variant - main) with its 95% interval, on the tasks both have runs on."""
+    difference of the two (variant - main) with its 95% interval, on the tasks both have runs on. A setting with
+    fewer runs than its grid asks (sizes: grid_sizes) is marked incomplete: its numbers are shown, its verdicts not."""
     sections, variants = [], {r["method"] for r in rows if r["method"].variant}
     for prefix, length in sorted({(m.variant[0], m.total_timesteps) for m in variants}):
         methods = sorted((m for m in variants if m.variant[0] == prefix and m.total_timesteps == length),
@@ -656,14 +673,17 @@ def variant_sections(rows: list[dict], anchors: dict, resamples: int, seed: int,
             if not returns:
                 continue
             per_task = {e: normalized(x, reference[e]) for e, x in returns.items()}
-            anchor = mains.get(m.variant[1])
+            anchor, expected = mains.get(m.variant[1]), grid_size(sizes or {}, m)
+            done = sum(r["method"] == m for r in runs)  # on every task, scored or not
+            incomplete = expected is not None and done < expected
             section["rows"].append({"method": m, "setting": m.variant[1], **scored(per_task, resamples, seed),
+                                    "expected": expected, "done": done, "incomplete": incomplete,
                                     "runs": own, "returns": returns, "main": anchor,
                                     "vs_main": difference(per_task, anchor["scores"], resamples, seed) if anchor
                                     else None})  # fmt: skip
         # the paper's note to Table 1: without clipping HalfCheetah falls below the random policy; in returns, so that
         # it reads without the scale
-        none = next((r for r in section["rows"] if r["setting"].tag == "none"), None)
+        none = next((r for r in section["rows"] if r["setting"].tag == "none" and not r["incomplete"]), None)
         cheetah = next((e for e in none["returns"] if task_name(e) == "HalfCheetah"), None) if none else None
         if cheetah:
             low, main_none = reference[cheetah][0], mains.get(none["setting"])
@@ -679,12 +699,14 @@ def variant_claims(section: dict) -> list[str]:
     """Plain verdicts on a prefix's Table 1 settings, read off the numbers of variant_sections with their 95%
     intervals: no clipping below 0, and below random on HalfCheetah, as the paper has them; clip 0.2 against the main
     Table 1's. A line is left out when its setting has no runs."""
-    prefix, rows = section["prefix"], {r["setting"].tag: r for r in section["rows"]}
+    prefix, rows = section["prefix"], {r["setting"].tag: r for r in section["rows"] if not r["incomplete"]}
     none, clip, cheetah = rows.get("none"), rows.get(CLAIMED_BEST), section["halfcheetah"]
     on_the_mean = "**Holds on the mean, not beyond the noise** (its interval reaches 0, or is missing)."
     lines = [f"### What these runs say about {prefix}'s details", "",
              "Each verdict reads the numbers above: a score with its 95% interval, beyond the noise of these seeds when"
              " the interval excludes 0.", ""]  # fmt: skip
+    lines += [f"- *{setting_name(r)}*: no verdict: incomplete, {r['done']} of the {r['expected']} runs its grid"
+              " asks have finished." for r in section["rows"] if r["incomplete"]]  # fmt: skip
     if none:
         anchor = none["main"]
         beside = f"; the main Table 1: {score(anchor)}, {runs_text(anchor)}" if anchor else ""
@@ -750,7 +772,8 @@ def variant_markdown(section: dict) -> list[str]:
         # on fewer tasks than either side's own numbers: say so, as the difference then reads another set of tasks
         fewer = m and d["tasks"] < max(r["tasks"], m["tasks"])
         diff = [signed(d["diff"]) + (f" ({d['tasks']} tasks)" if fewer else ""), interval(d["ci"])] if m else ["–"] * 2
-        cells = [s.group, s.setting, str(r["n"]), fmt(r["mean"], 2), interval(r["mean_ci"]), fmt(r["iqm"], 2),
+        n = f"{r['n']} ({r['done']} of {r['expected']} runs: incomplete)" if r["incomplete"] else str(r["n"])
+        cells = [s.group, s.setting, n, fmt(r["mean"], 2), interval(r["mean_ci"]), fmt(r["iqm"], 2),
                  interval(r["iqm_ci"]), *theirs, fmt(s.paper_score, 2), *diff]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     envs = [e for e in reference if any(e in r["per_task"] for r in rows)]
@@ -844,9 +867,11 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], var
     return "\n".join(lines)
 
 
-def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, references: bool) -> None:
+def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, references: bool,
+                 sizes: Optional[dict] = None) -> None:  # fmt: skip
     """The paper's Figure 3 layout: a panel per task, a line per method (mean over seeds of the smoothed return), each
-    seed thin in the same color."""
+    seed thin in the same color. A method with fewer runs than its grid asks (sizes: grid_sizes) says so in the
+    legend."""
     env_ids = list(summary["tasks"])
     methods = sorted({r["method"] for r in rows if not r["method"].superseded}, key=method_order)
     lengths = {m.total_timesteps for m in methods}
@@ -861,6 +886,8 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
             if not runs:
                 continue
             label = method.label if len(lengths) == 1 else f"{method.label}, {steps_text(method.total_timesteps)}"
+            expected, done = grid_size(sizes or {}, method), sum(r["method"] == method for r in rows)
+            label += f", incomplete: {done} of {expected} runs" if expected is not None and done < expected else ""
             for r in runs:
                 ax.plot(*curves[r["name"]], color=colors[method], linewidth=0.6, alpha=0.35)
             # the mean over seeds where every seed has a point (they share the step grid when they share a length)
@@ -992,11 +1019,12 @@ def main(args: Args) -> None:
     os.makedirs(out, exist_ok=True)
     random_returns = load_random_returns(args.random_returns)
     summary = summarize(rows, random_returns, args.resamples, args.seed)
+    sizes = grid_sizes(path, args.seeds)  # the runs each method's grid asks for, when the table is a preset's
     variants = []
     if args.anchors and any(r["method"].variant for r in rows):
         # the anchors are the main Table 1 whole: --seeds picks this table's runs, not the scale they are scored on
         anchors = summarize(anchor_rows, random_returns, args.resamples, args.seed)
-        variants = variant_sections(rows, anchors, args.resamples, args.seed, shown(args.anchors))
+        variants = variant_sections(rows, anchors, args.resamples, args.seed, shown(args.anchors), sizes)
     elif args.anchors:
         summary["notes"].append(f"--anchors {shown(args.anchors)}: no run here is a Table 1 setting with another"
                                 " prefix's details (tag <prefix>-<setting>): none scored on its Table 1")  # fmt: skip
@@ -1006,7 +1034,7 @@ def main(args: Args) -> None:
         plot_table1(table, os.path.join(out, name))
         plots.append(name)
     if curves:
-        plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines)
+        plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines, sizes)
         plots.append("figure3.png")
     source = shown(path) + (f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else "")
     source += f" --anchors {shown(args.anchors)}" if args.anchors else ""

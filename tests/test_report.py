@@ -348,9 +348,10 @@ VARIANT_RANDOM = {"HalfCheetah-v4": -300.0, "Swimmer-v4": 10.0}
 ANCHORS = (("clip-0.2", 1700, 81), ("none", -500, 46))
 
 
-def variant_report(tmp_path, variants: tuple, anchors: bool = True, drop=()) -> str:
+def variant_report(tmp_path, variants: tuple, anchors: bool = True, drop=(), table: str = "ppo1-details.csv") -> str:
     """report.md of a table of (Table 1 tag, HalfCheetah's mean, Swimmer's mean) with ppo1's details, --anchors a
-    table of ANCHORS (or none); drop: (tag, env_id, seed) of runs not yet finished."""
+    table of ANCHORS (or none); drop: (tag, env_id, seed) of runs not yet finished. The table's name is no preset's
+    (so no run is known to be missing), unless `table` names one."""
     random_path = tmp_path / "random.json"
     random_path.write_text(json.dumps({"returns": {e: {"mean": v} for e, v in VARIANT_RANDOM.items()}}))
     main_runs, ppo1_runs = {}, {}
@@ -358,9 +359,9 @@ def variant_report(tmp_path, variants: tuple, anchors: bool = True, drop=()) -> 
     set_scores(ppo1_runs, variants, VARIANT_TASKS)
     write_table(str(tmp_path / "table1.csv"), rows_of(main_runs))
     rows = [r for r in rows_of(ppo1_runs, "ppo1") if (r["tag"][len("ppo1-") :], r["env_id"], r["seed"]) not in drop]
-    write_table(str(tmp_path / "table1-ppo1.csv"), rows)
+    write_table(str(tmp_path / table), rows)
     anchors_path = str(tmp_path / "table1.csv") if anchors else None
-    report.main(report.Args(table=str(tmp_path / "table1-ppo1.csv"), out=str(tmp_path / "out"), resamples=2000,
+    report.main(report.Args(table=str(tmp_path / table), out=str(tmp_path / "out"), resamples=2000,
                             random_returns=str(random_path), anchors=anchors_path))  # fmt: skip
     return (tmp_path / "out" / "report.md").read_text()
 
@@ -405,6 +406,30 @@ def test_table1_settings_with_ppo1s_details_on_the_main_table1s_scale(tmp_path):
     line = verdict(text, "Does no clipping score below random on HalfCheetah-v4")
     assert "**Fails.** 0 of 3 runs below the random policy's -300.0; their mean return 700.0, +1000.0 [" in line
     assert "Does clip 0.2 gain or lose" not in text and "2 tasks x 2-3 seeds x 1M steps" in text
+
+
+def test_a_setting_its_grid_has_not_finished_is_marked_incomplete_and_gets_no_verdict(tmp_path, monkeypatch):
+    # table1-ppo1.csv is the table1-ppo1 preset's: 7 tasks x 3 seeds, 21 runs a setting; here 6 (2 tasks x 3 seeds)
+    text = variant_report(tmp_path, (("clip-0.2", 3700, 152), ("none", -700, 2.9)), table="table1-ppo1.csv")
+    (line,) = [x for x in text.splitlines() if x.startswith("| clipping | ε = 0.2 |")]
+    assert line.startswith("| clipping | ε = 0.2 | 6 (6 of 21 runs: incomplete) | 2.00 | [")  # numbers, marked
+    for setting in ("clipping, ε = 0.2", "no clipping or penalty"):
+        assert f"- *{setting}*: no verdict: incomplete, 6 of the 21 runs its grid asks have finished." in text
+    assert "**Holds" not in text and "**Fails" not in text and "**Gains" not in text and "**Loses" not in text
+    # --seeds 1 asks 7 runs a setting of the same grid: 2 are there, still incomplete
+    (tmp_path / "out" / "report.md").unlink()
+    report.main(report.Args(table=str(tmp_path / "table1-ppo1.csv"), out=str(tmp_path / "out"), resamples=200,
+                            random_returns=str(tmp_path / "random.json"), anchors=str(tmp_path / "table1.csv"),
+                            seeds=[1]))  # fmt: skip
+    assert "2 of the 7 runs its grid asks" in (tmp_path / "out" / "report.md").read_text()
+    # the figure's legend says so too
+    labels = []
+    monkeypatch.setattr(report.plt.Axes, "plot", lambda self, *a, **k: labels.append(k.get("label")) or [])
+    rows, _ = report.open_table(str(tmp_path / "table1-ppo1.csv"))
+    curves = {r["name"]: (np.array([1_000_000]), np.array([r["score"]])) for r in rows}
+    sizes = report.grid_sizes("table1-ppo1.csv", None)
+    report.plot_figure3(report.summarize(rows, {}, 10, 0), rows, curves, str(tmp_path / "f.png"), False, sizes)
+    assert any(label and "incomplete: 6 of 21 runs" in label for label in labels), labels
 
 
 def test_without_anchors_the_report_has_no_variant_section(tmp_path):
