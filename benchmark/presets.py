@@ -106,6 +106,27 @@ PPO1 = (
     " --no-norm-reward --no-anneal-lr --adam-eps 1e-8 --clip-vloss --vf-coef 0.5 --no-bootstrap-truncated"
     " --normc-init --no-clip-actions"
 )
+# ppo1's ten details, as benchmark/RESULTS.md's table has them: each the flags of PPO1 that make it
+PPO1_DETAILS = {
+    "obs-clip": "--obs-clip 5 --obs-std-floor 0.1",
+    "obs-stats-batch": "--obs-stats-update batch",
+    "adv-batch": "--norm-adv-scope batch",
+    "no-grad-clip": "--max-grad-norm None",
+    "raw-rewards": "--no-norm-reward",
+    "constant-lr": "--no-anneal-lr --adam-eps 1e-8",
+    "vf-clip": "--clip-vloss --vf-coef 0.5",
+    "truncation-ends": "--no-bootstrap-truncated",
+    "normc": "--normc-init",
+    "unclipped-actions": "--no-clip-actions",
+}
+assert " ".join(PPO1_DETAILS.values()) == PPO1  # the ten make up ppo1's set, in its order
+
+
+def ppo1_without(detail: str) -> str:
+    """ppo1's flag set with one detail left out: ppo_continuous.py's default in its place."""
+    return " ".join(flags for name, flags in PPO1_DETAILS.items() if name != detail)
+
+
 # The Table 1 settings run with ppo1's details: no clipping and clip 0.2 first (--tags ppo1-none ppo1-clip-0.2), then,
 # after the Atari grid, as time allows, four more: the other two clip settings and adaptive KL 0.01 (the paper's
 # own example of d_targ) and 0.03
@@ -196,6 +217,30 @@ PRESETS = {
         [1, 2, 3],
         1_000_000,
     ),
+    # Leave one detail out (issue #45): which of ppo1's details makes no clipping fall (Reacher, HalfCheetah) and clip
+    # 0.2 lose (Hopper, Walker2d)? ppo1's set minus one detail, tags "ppo1-no-<detail>-<setting>"; compared with the
+    # table1-ppo1 runs of the full set
+    **{
+        f"ppo1-leave-one-out-{tag}": Preset(
+            f"ppo1's details minus one at a time (10 flag sets), Table 1's {tag}, on the tasks where ppo1's set moves"
+            f" it most, 3 seeds, 1M steps",
+            [
+                Method(
+                    "ppo_continuous.py",
+                    f"ppo1-no-{detail}-{s.tag}",
+                    f"{ppo1_without(detail)} {s.flags}",
+                    f"{s.label}, ppo1's details but {detail}",
+                )
+                for detail in PPO1_DETAILS
+                for s in TABLE1
+                if s.tag == tag
+            ],  # fmt: skip
+            tasks,
+            [1, 2, 3],
+            1_000_000,
+        )
+        for tag, tasks in (("none", ["HalfCheetah-v4", "Reacher-v4"]), ("clip-0.2", ["Hopper-v4", "Walker2d-v4"]))
+    },
     # PPO's method has table1's clip-0.2 tag and flags, so that the two presets share those 21 runs
     "figure3": Preset(
         "Figure 3: PPO (clip, ε = 0.2), TRPO, CEM, vanilla PG with adaptive stepsize, A2C and A2C + trust region,"

@@ -231,3 +231,27 @@ def test_the_bitcheck_covers_the_grids_flag_set():
     from benchmark.bitcheck import CASES
 
     assert any(presets.PPO1 in case for case in CASES["ppo_continuous.py"])
+
+
+def test_each_leave_one_out_run_has_ppo1s_details_but_one_and_our_default_in_its_place():
+    import dataclasses
+
+    import tyro
+
+    def parsed(flags: str) -> dict:
+        return dataclasses.asdict(tyro.cli(ppo.Args, args=flags.split()))
+
+    defaults = dataclasses.asdict(ppo.Args())
+    for tag, tasks in (("none", {"HalfCheetah-v4", "Reacher-v4"}), ("clip-0.2", {"Hopper-v4", "Walker2d-v4"})):
+        preset = presets.PRESETS[f"ppo1-leave-one-out-{tag}"]
+        assert set(preset.env_ids) == tasks and preset.seeds == [1, 2, 3] and preset.total_timesteps == 1_000_000
+        (setting,) = [s for s in presets.TABLE1 if s.tag == tag]
+        full = parsed(f"{presets.PPO1} {setting.flags}")  # the table1-ppo1 run these are compared with
+        assert [m.tag for m in preset.methods] == [f"ppo1-no-{d}-{tag}" for d in presets.PPO1_DETAILS]
+        for method, detail in zip(preset.methods, presets.PPO1_DETAILS):
+            args = parsed(method.flags)
+            changed = {name for name in args if args[name] != full[name]}
+            own = set(parsed(presets.PPO1_DETAILS[detail])) - {  # the fields the detail's own flags set
+                name for name, value in parsed(presets.PPO1_DETAILS[detail]).items() if value == defaults[name]
+            }
+            assert changed == own and all(args[name] == defaults[name] for name in changed), (detail, changed)
