@@ -230,6 +230,15 @@ def line_search(surrogate_and_kl_at, old_params, full_step, max_kl: float, backt
     return old_params, 0.0, 0.0, 0.0
 
 
+def load_vector(vector: torch.Tensor, params: list) -> None:
+    """The weights ← a flat vector, copied into each weight's own storage. (nn.utils.vector_to_parameters would make
+    each weight a view into the vector instead, and a resumed run, whose weights are not views, would then round
+    differently from an uninterrupted one.)"""
+    with torch.no_grad():
+        for p, x in zip(params, vector.split([p.numel() for p in params])):
+            p.copy_(x.view_as(p))
+
+
 def trpo_step(agent, obs, actions, old_logprobs, old_means, old_logstds, advantages, args: Args) -> dict:
     """One trust-region update of the policy: g, then x ≈ F⁻¹ g by CG, the step sqrt(2δ / xᵀFx) x, backtracking.
     π_θold is the rollout's: old_means and old_logstds per sample, old_logprobs its log-probabilities of the actions."""
@@ -242,10 +251,10 @@ def trpo_step(agent, obs, actions, old_logprobs, old_means, old_logstds, advanta
 
     def surrogate_and_kl_at(theta: torch.Tensor) -> tuple[float, float]:  # at a candidate θ; the policy keeps θ_old
         with torch.no_grad():  # π_θ from Agent.get_policy, as everywhere: load θ, score, put θ_old back
-            nn.utils.vector_to_parameters(theta, params)
+            load_vector(theta, params)
             mean, logstd = agent.get_policy(obs)
             result = surrogate_and_kl(gaussian_log_prob(actions, mean, logstd), mean, logstd)
-            nn.utils.vector_to_parameters(old_params, params)
+            load_vector(old_params, params)
             return tuple(x.item() for x in result)
 
     mean, logstd = agent.get_policy(obs)
@@ -258,7 +267,7 @@ def trpo_step(agent, obs, actions, old_logprobs, old_means, old_logstds, advanta
     full_step = torch.sqrt(2 * args.max_kl / (x @ fvp(x))) * x  # the step to the edge of the quadratic trust region
     theta, fraction, gain, _ = line_search(surrogate_and_kl_at, old_params, full_step.detach(), args.max_kl,
                                            args.backtrack_coef, args.backtrack_iters)  # fmt: skip
-    nn.utils.vector_to_parameters(theta, params)  # θ ← the accepted step, or θ_old when no try qualified
+    load_vector(theta, params)  # θ ← the accepted step, or θ_old when no try qualified
     return {
         "charts/backtrack_fraction": fraction,
         "losses/surrogate_gain": gain,
