@@ -66,7 +66,7 @@ import scipy.stats  # noqa: E402
 import tyro  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from benchmark.presets import MUJOCO_TASKS, PRESETS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
+from benchmark.presets import MUJOCO_TASKS, PPO1_DETAILS, PRESETS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_RETURNS = os.path.join(ROOT, "benchmark", "random_returns.json")
@@ -138,6 +138,9 @@ class Args:
     anchors: Optional[str] = None
     """a results table whose Table 1 (typically benchmark/results/table1.csv) scores this table's Table 1 settings
     run with another prefix's details (tags "<prefix>-<setting>", e.g. ppo1-none): its random policy 0, best 1"""
+    full: Optional[str] = None
+    """with --anchors: the results table of ppo1's full set (typically benchmark/results/table1-ppo1.csv), against
+    whose runs this table's leave-one-out runs (tags "ppo1-no-<detail>-<setting>") are compared, detail by detail"""
     random_episodes: int = 100
     """episodes per task for --measure-random"""
 
@@ -695,6 +698,79 @@ def variant_sections(rows: list[dict], anchors: dict, resamples: int, seed: int,
     return sections
 
 
+def normalized_per_task(runs: list[dict], reference: dict) -> dict[str, list[float]]:
+    """{env_id: the runs' normalized scores} on the tasks the reference (a Table 1's 0 and 1) has."""
+    returns = {}
+    for r in runs:
+        returns.setdefault(r["env_id"], []).append(r["score"])
+    return {e: normalized(x, reference[e]) for e, x in sorted(returns.items()) if e in reference}
+
+
+def leave_one_out(rows: list[dict], full_rows: list[dict], anchors: dict, sizes: dict, resamples: int,
+                  seed: int) -> list[dict]:  # fmt: skip
+    """Per Table 1 setting of the leave-one-out runs (tags "ppo1-no-<detail>-<setting>", presets.PPO1_DETAILS): per
+    detail and task, how far the mean normalized score (the anchors' Table 1 scale) moves when that detail alone is
+    left out of ppo1's set, against the full set's runs of the setting (full_rows, tag "ppo1-<setting>"), with the 95%
+    interval of the change (each side's seeds resampled). A detail whose grid is not finished is marked incomplete."""
+    sections = []
+    loo = {r["method"] for r in rows if r["method"].variant and r["method"].variant[0].startswith("ppo1-no-")}
+    for setting, length in sorted({(m.variant[1], m.total_timesteps) for m in loo}, key=lambda x: TABLE1.index(x[0])):
+        table = next((t for t in anchors["table1"] if t["total_timesteps"] == length), None)
+        if table is None:
+            continue
+        reference = table["reference"]
+        full = normalized_per_task([r for r in full_rows if r["method"].variant == ("ppo1", setting)
+                                    and r["method"].total_timesteps == length], reference)  # fmt: skip
+        section = {"setting": setting, "total_timesteps": length, "full": full, "rows": []}
+        for detail in PPO1_DETAILS:
+            methods = [m for m in loo if m.variant == (f"ppo1-no-{detail}", setting) and m.total_timesteps == length]
+            if not methods:
+                continue
+            runs = [r for r in rows if r["method"] in methods]
+            expected = grid_size(sizes, methods[0])
+            scores = normalized_per_task(runs, reference)
+            section["rows"].append({
+                "detail": detail, "n": len(runs), "expected": expected,
+                "incomplete": expected is not None and len(runs) < expected, "per_task": scores,
+                "changes": {e: difference({e: x}, full, resamples, seed) for e, x in scores.items() if e in full},
+            })  # fmt: skip
+        sections.append(section)
+    return sections
+
+
+def leave_one_out_markdown(section: dict) -> list[str]:
+    """A setting's leave-one-out table, and the verdict: which details' removal moves the score beyond the noise."""
+    setting, rows, full = section["setting"], section["rows"], section["full"]
+    tasks = sorted({e for r in rows for e in r["changes"]})
+    lines = [f"## Leave one of ppo1's details out: {setting_name({'setting': setting})}", "",
+             "Each row: ppo1's flag set minus one detail, ppo_continuous.py's default in its place. Per task, the"
+             " change of the mean normalized score (the main Table 1's scale) against ppo1's full set (its mean:"
+             f" {', '.join(f'{e} {np.mean(full[e]):.2f} (n={len(full[e])})' for e in tasks)}), with its 95% interval;"
+             " beyond the noise when the interval excludes 0.", "",
+             "| detail left out | n | " + " | ".join(f"{e}: change | 95% CI" for e in tasks) + " |",
+             "|-|-|" + "-|-|" * len(tasks)]  # fmt: skip
+    for r in rows:
+        n = f"{r['n']} ({r['n']} of {r['expected']}: incomplete)" if r["incomplete"] else str(r["n"])
+        cells = [(signed(r["changes"][e]["diff"]), interval(r["changes"][e]["ci"])) if e in r["changes"]
+                 else ("–", "–") for e in tasks]  # fmt: skip
+        lines.append(f"| {r['detail']} | {n} | " + " | ".join(f"{a} | {b}" for a, b in cells) + " |")
+    done = [r for r in rows if not r["incomplete"]]
+    movers = [f"{r['detail']} on {e} ({signed(c['diff'])} {interval(c['ci'])})" for r in done
+              for e, c in r["changes"].items() if c["ci"][0] > 0 or c["ci"][1] < 0]  # fmt: skip
+    if movers:
+        verdict = f"Left out alone, these move the score beyond the noise: {listing(movers)}."
+    elif done:
+        ranked = sorted(done, key=lambda r: -np.mean([abs(c["diff"]) for c in r["changes"].values()]))
+        pair = " and ".join(r["detail"] for r in ranked[:2])
+        verdict = (f"No single detail's removal moves the score beyond the noise; the pair to test next, the two whose"
+                   f" removal moves it most on the mean: {pair}.")  # fmt: skip
+    else:
+        verdict = "No verdict: no detail's runs are complete."
+    unfinished = [r["detail"] for r in rows if r["incomplete"]]
+    verdict += f" No verdict yet on {listing(unfinished)}: incomplete." if unfinished else ""
+    return lines + ["", f"**Verdict ({setting_name({'setting': setting})}).** {verdict}", ""]
+
+
 def variant_claims(section: dict) -> list[str]:
     """Plain verdicts on a prefix's Table 1 settings, read off the numbers of variant_sections with their 95%
     intervals: no clipping below 0, and below random on HalfCheetah, as the paper has them; clip 0.2 against the main
@@ -829,7 +905,8 @@ def returns_table(summary: dict) -> list[str]:
     return lines + [""]
 
 
-def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], variants: tuple = ()) -> str:
+def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], variants: tuple = (),
+             loo: tuple = ()) -> str:  # fmt: skip
     """report.md: Table 1 first, then Table 1's settings with other details (variant_sections, with --anchors), the
     returns per task (Figure 3), the plots, and the notes on provenance."""
     made = f"Made {time.strftime('%Y-%m-%d %H:%M')} by `python -m benchmark.report {source}`."
@@ -859,6 +936,8 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], var
         lines += [""] + table1_claims(table)
     for section in variants:
         lines += variant_markdown(section)
+    for section in loo:
+        lines += leave_one_out_markdown(section)
 
     lines += atari_section(summary, rows) + returns_table(summary) + figure3_claim(summary)
     if plots:
@@ -1020,11 +1099,13 @@ def main(args: Args) -> None:
     random_returns = load_random_returns(args.random_returns)
     summary = summarize(rows, random_returns, args.resamples, args.seed)
     sizes = grid_sizes(path, args.seeds)  # the runs each method's grid asks for, when the table is a preset's
-    variants = []
+    variants, loo = [], []
     if args.anchors and any(r["method"].variant for r in rows):
         # the anchors are the main Table 1 whole: --seeds picks this table's runs, not the scale they are scored on
         anchors = summarize(anchor_rows, random_returns, args.resamples, args.seed)
         variants = variant_sections(rows, anchors, args.resamples, args.seed, shown(args.anchors), sizes)
+        if args.full:  # the leave-one-out runs against ppo1's full set
+            loo = leave_one_out(rows, open_table(args.full)[0], anchors, sizes, args.resamples, args.seed)
     elif args.anchors:
         summary["notes"].append(f"--anchors {shown(args.anchors)}: no run here is a Table 1 setting with another"
                                 " prefix's details (tag <prefix>-<setting>): none scored on its Table 1")  # fmt: skip
@@ -1038,7 +1119,8 @@ def main(args: Args) -> None:
         plots.append("figure3.png")
     source = shown(path) + (f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else "")
     source += f" --anchors {shown(args.anchors)}" if args.anchors else ""
-    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots, variants))
+    source += f" --full {shown(args.full)}" if args.full else ""
+    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots, variants, loo))
     print(f"{len(rows)} runs on {len(summary['tasks'])} tasks; written: {os.path.join(out, 'report.md')} and"
           f" {len(plots)} plots")  # fmt: skip
 

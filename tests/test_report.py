@@ -492,3 +492,43 @@ def test_atari_against_table_6(tmp_path, monkeypatch):
     # without a game of Table 6: no section
     mujoco = [r for r in table if r["env_id"] == "Hopper-v4"]
     assert report.atari_section(report.summarize(mujoco, {}, resamples=100, seed=0), mujoco) == []
+
+
+def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
+    # The anchors as in variant_report: 0 and 1 are (-300, 1700) on HalfCheetah and (10, 81) on Swimmer. ppo1's full set
+    # scores no clipping at -700 and 2.9 (-0.2 and -0.1); without --no-clip-actions it scores 1700 and 81 (1 and 1),
+    # without normc as the full set; each at mean - 1, mean, mean + 1 over 3 seeds
+    random_path = tmp_path / "random.json"
+    random_path.write_text(json.dumps({"returns": {e: {"mean": v} for e, v in VARIANT_RANDOM.items()}}))
+    main_runs, full_runs = {}, {}
+    set_scores(main_runs, ANCHORS, VARIANT_TASKS)
+    set_scores(full_runs, (("none", -700, 2.9),), VARIANT_TASKS)
+    write_table(str(tmp_path / "table1.csv"), rows_of(main_runs))
+    write_table(str(tmp_path / "table1-ppo1.csv"), rows_of(full_runs, "ppo1"))
+    loo = []
+    for detail, (cheetah, swimmer) in (("unclipped-actions", (1700, 81)), ("normc", (-700, 2.9))):
+        for env_id, x in zip(VARIANT_TASKS, (cheetah, swimmer)):
+            loo += [row(f"ppo1-no-{detail}-none", env_id, seed, x + seed - 2,
+                        flags=f"{presets.ppo1_without(detail)} {FLAGS['none']}") for seed in (1, 2, 3)]  # fmt: skip
+    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), loo)
+    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
+                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
+                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "## Leave one of ppo1's details out: no clipping or penalty" in text
+    assert "against ppo1's full set (its mean: HalfCheetah-v4 -0.20 (n=3), Swimmer-v4 -0.10 (n=3))" in text
+    # the preset's grid asks 2 tasks x 3 seeds = 6 runs of each; these are complete
+    (line,) = [x for x in text.splitlines() if x.startswith("| unclipped-actions |")]
+    assert line.startswith("| unclipped-actions | 6 | +1.20 | [") and "| +1.10 | [" in line  # 1 - (-0.2), 1 - (-0.1)
+    (line,) = [x for x in text.splitlines() if x.startswith("| normc |")]
+    assert line.startswith("| normc | 6 | +0.00 | [")
+    (line,) = [x for x in text.splitlines() if x.startswith("**Verdict (no clipping or penalty).**")]
+    assert "unclipped-actions on HalfCheetah-v4 (+1.20 [" in line and "unclipped-actions on Swimmer-v4" in line
+    assert "normc on" not in line
+    # with only the detail that moves nothing, no single detail explains it: the next pair is named
+    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]])
+    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
+                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
+                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "No single detail's removal moves the score beyond the noise; the pair to test next" in text
