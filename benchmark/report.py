@@ -813,9 +813,10 @@ def variant_claims(section: dict) -> list[str]:
                      f" {runs_text(anchor)}.")  # fmt: skip
     furthest = min(none["per_task"], key=none["per_task"].get) if none else None
     where = f" (here {furthest}, where it scores {none['per_task'][furthest]:.2f})" if furthest else ""
-    lines.append(f"- These runs change all of {prefix}'s details at once, so they cannot say which single detail"
-                 f" matters most. A leave-one-out grid would: {prefix}'s flag set minus one detail at a time, on no"
-                 f" clipping and the task where it falls furthest{where}.")  # fmt: skip
+    if prefix not in RERUNS:  # a rerun changes the script's version, not a set of details
+        lines.append(f"- These runs change all of {prefix}'s details at once, so they cannot say which single detail"
+                     f" matters most. A leave-one-out grid would: {prefix}'s flag set minus one detail at a time, on no"
+                     f" clipping and the task where it falls furthest{where}.")  # fmt: skip
     return lines + [""]
 
 
@@ -826,8 +827,10 @@ def variant_markdown(section: dict) -> list[str]:
     several = f" ({len(section['flags'])} different sets among its runs)" if len(section["flags"]) > 1 else ""
     lines = [f"## Table 1 settings with {prefix}'s details, scored on the main Table 1's scale"
              + (f": {scale_text(rows, length)}" if rows else ""), "",
-             f"Runs of {TABLE1_SCRIPT} tagged {prefix}-<setting>: {prefix}'s flags{several}, then the setting's:"
-             f" {'; '.join(f'`{f}`' for f in section['flags'])}.", ""]  # fmt: skip
+             f"Runs of {TABLE1_SCRIPT} tagged {prefix}-<setting>: "
+             + (f"the setting's own flags, trained again by {RERUNS[prefix]} (a rerun, presets.RERUNS)." if prefix in
+                RERUNS else f"{prefix}'s flags{several}, then the setting's:"
+                f" {'; '.join(f'`{f}`' for f in section['flags'])}."), ""]  # fmt: skip
     lines += [f"- {n}" for n in section["notes"]] + ([""] if section["notes"] else [])
     if not rows:
         return lines

@@ -323,6 +323,12 @@ def test_a_variant_is_a_table1_setting_after_another_prefixs_flags():
     assert got == ("obs-clip-10", setting["clip-0.2"])
     got = method("ppo1-kl-fixed-10", f"{presets.PPO1} {FLAGS['kl-fixed-10']}").variant
     assert got == ("ppo1", setting["kl-fixed-10"])
+    # a rerun (presets.RERUNS) needs no flag of its own: the setting trained again by another version of the script
+    assert method("plain-clip-0.2", FLAGS["clip-0.2"]).variant == ("plain", setting["clip-0.2"])
+    (preset,) = [p for name, p in presets.PRESETS.items() if name == "table1-plain"]
+    assert [report.Method(m.script, m.tag, m.flags, 1, m.label).variant for m in preset.methods] == [
+        ("plain", setting["clip-0.2"])
+    ]
     for tag, flags, script in [
         ("none", FLAGS["none"], "ppo_continuous.py"),  # Table 1's own setting
         ("ppo1-none", FLAGS["none"], "ppo_continuous.py"),  # no flag of the prefix's: the setting under another name
