@@ -1,0 +1,1023 @@
+"""PPO on the humanoid tasks of §6.3: Schulman et al. 2017, "Proximal Policy Optimization Algorithms".
+
+A variant of ppo_continuous.py with Table 4's settings (T=512, 15 epochs, minibatch 4096, gamma 0.99, lambda 0.95,
+32 actors, 50M steps), the Adam stepsize adjusted from a KL target, the log-std of the action distribution annealed
+linearly from -0.7 to -1.6 instead of learned, and the actors stepped in parallel by worker processes. What Table 4
+leaves unstated (network, epsilon, observation normalization, KL target) is a flag that says what it chose and why.
+
+    python ppo_humanoid.py --env-id Humanoid-v4
+"""
+
+import atexit
+import csv
+import math
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass, replace
+from typing import Literal, Optional
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+import torch
+import torch.nn as nn
+import tyro
+from torch.utils.tensorboard import SummaryWriter
+
+# The v4 MuJoCo tasks are the ones the published PPO results use; gymnasium's note that v5 exists is expected here.
+warnings.filterwarnings("ignore", message=".*-v4 is out of date", category=DeprecationWarning)
+
+
+@dataclass
+class Args:
+    exp_name: str = os.path.basename(__file__)[: -len(".py")]
+    """name of this experiment; part of the run folder runs/{env_id}__{exp_name}__{seed}__{time}"""
+    seed: int = 1
+    """seed of torch and the environments: the same seed on the same machine gives the same returns, bit for bit"""
+    cuda: bool = False
+    """train on a GPU when one is present. Off by default: for 64-unit networks and one env the CPU is faster"""
+    track: bool = False
+    """also log to Weights & Biases (works without an account under WANDB_MODE=offline)"""
+    wandb_project_name: str = "ppo-paper"
+    """the wandb project (the entity is your default, or WANDB_ENTITY)"""
+    capture_video: bool = False
+    """record episodes of env 0 to runs/{run_name}/videos (needs moviepy; headless MuJoCo wants MUJOCO_GL=egl)"""
+    save_model: bool = False
+    """write runs/{run_name}/checkpoint.pt after every iteration (Ctrl-C and SIGTERM always save)"""
+    resume: Optional[str] = None
+    """continue the run saved in this checkpoint exactly where it stopped; the checkpoint's flags are used"""
+    eval_checkpoint: Optional[str] = None
+    """instead of training, run the deterministic policy of this checkpoint and print its mean return"""
+    eval_episodes: int = 10
+    """episodes for --eval-checkpoint"""
+
+    # Table 4 of the paper (§6.3); gamma and lambda are Table 3's values too
+    env_id: str = "Humanoid-v4"
+    """a MuJoCo task with a continuous (Box) action space. The paper's are Roboschool's humanoid running, flagrun
+    and flagrun harder (humanoid_flagrun:HumanoidRun-v0, HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0, their
+    rebuilds on MuJoCo); the default is gymnasium's humanoid, which runs without that module"""
+    total_timesteps: int = 50_000_000
+    """environment steps in all (Figure 4: 50M for running, 100M for flagrun and flagrun harder)"""
+    num_envs: int = 32
+    """Table 4 "number of actors" (32 for locomotion, 128 for flagrun): environments stepped in lockstep"""
+    num_workers: int = os.cpu_count() or 2
+    """processes that step the environments in parallel, each a contiguous slice of them (at most num_envs); the
+    results do not depend on it, bit for bit (default: one per core)"""
+    num_steps: int = 512
+    """Table 4 "horizon (T)" (512): steps per actor in each rollout; the batch is num_envs * num_steps"""
+    learning_rate: float = 3e-4
+    """Table 4 "Adam stepsize" (adjusted by --adaptive-lr): the first stepsize, not in Table 4 (Table 3's 3e-4)"""
+    update_epochs: int = 15
+    """Table 4 "num. epochs" (15): passes over each batch (K in Algorithm 1)"""
+    minibatch_size: int = 4096
+    """Table 4 "minibatch size" (4096): M in Algorithm 1; must divide the batch"""
+    gamma: float = 0.99
+    """Table 3 "discount (gamma)" (0.99)"""
+    gae_lambda: float = 0.95
+    """Table 3 "GAE parameter (lambda)" (0.95): 0 trusts the critic, 1 the Monte-Carlo return"""
+    adaptive_lr: bool = True
+    """Table 4 "Adam stepsize": "adjusted based on the target value of the KL divergence", by the rule of the paper's
+    footnote (Berkeley deep RL course, hw4): after each update, / 1.5 if KL[π_old, π] > 2 lr_kl_target, x 1.5 if
+    < lr_kl_target / 2. charts/learning_rate logs the stepsize the rule gives, the next update's"""
+    lr_kl_target: float = 0.01
+    """target KL of --adaptive-lr; not given by the paper: 0.01, its own example d_targ (§4, Table 1's middle value;
+    hw4 used 2e-3 for one vanilla PG step a batch; rl_games 0.008 for PPO)"""
+    logstd_start: float = -0.7
+    """Table 4 "log stdev. of action distribution" LinearAnneal(-0.7, -1.6): log σ at the first iteration; set, not
+    learned (the same for every action dimension)"""
+    logstd_end: float = -1.6
+    """Table 4 LinearAnneal(-0.7, -1.6): log σ at the last iteration, linear in between"""
+
+    # The surrogate objective, §6.1 and Table 1
+    objective: Literal["clip", "kl-fixed", "kl-adaptive", "none"] = "clip"
+    """clip: L^CLIP (7); kl-fixed / kl-adaptive: L^KLPEN (8) with fixed or adapted beta; none: L^CPI (6)"""
+    clip_coef: float = 0.2
+    """epsilon of L^CLIP (Table 1: 0.1, 0.2, 0.3; 0.2 is best; not in Table 4: 0.2, §6.1's best and Table 3's);
+    also the value-clip range"""
+    kl_beta: float = 1.0
+    """beta of L^KLPEN: the fixed value (Table 1: 0.3 to 10), or the starting value of the adaptive rule (1)"""
+    kl_target: float = 0.01
+    """d_targ of the adaptive rule (Table 1: 0.003, 0.01, 0.03): halve beta below d_targ/1.5, double above 1.5*d_targ"""
+    vf_coef: float = 0.25
+    """c1 of (9) on L^VF = (V - V_targ)^2, 0.25 = the usual 0.5 * (1/2)(V - V_targ)^2; matters only via the grad clip"""
+    ent_coef: float = 0.0
+    """c2 of (9): entropy bonus; the paper uses none for MuJoCo"""
+
+    # Implementation details [not in paper]. The defaults are openai/baselines ppo2's (November 2017), as CleanRL's,
+    # not those of the code released with the paper (baselines ppo1, July 2017); each flag names both. One exception:
+    # value clipping is off, as in the paper's (9) (benchmark/RESULTS.md: on, InvertedDoublePendulum lost a fifth)
+    orthogonal_init: bool = True
+    """[not in paper] orthogonal weights (gain √2; policy head 0.01, value head 1), zero biases (ppo2; ppo1: normc)"""
+    normc_init: bool = False
+    """[not in paper] ppo1's init instead (mlp_policy.py): each unit's weights a Gaussian vector rescaled to norm 1
+    (policy head 0.01), zero biases; overrides --orthogonal-init"""
+    adam_eps: float = 1e-5
+    """[not in paper] Adam's epsilon (ppo2 1e-5; ppo1 at release and PyTorch 1e-8): damps steps on tiny gradients"""
+    anneal_lr: bool = False
+    """[not in paper for MuJoCo] anneal the stepsize linearly to 0 over training (ppo2; ppo1 at release: constant);
+    off: Table 4 adjusts it from the KL instead (--adaptive-lr)"""
+    norm_adv: bool = True
+    """[not in paper] Â to mean 0, std 1 (ppo1, ppo2): scale-free steps; --norm-adv-scope says over what"""
+    norm_adv_scope: Literal["minibatch", "batch"] = "minibatch"
+    """[not in paper] standardize Â in each minibatch (ppo2, CleanRL) or once over the whole batch (ppo1)"""
+    norm_obs: bool = True
+    """[not in paper] observations by a running mean and std (ppo1, ppo2, trpo_mpi): MuJoCo's differ wildly in scale
+    (Humanoid-v4's 376 values: positions, velocities, inertias, forces); not in Table 4, Roboschool scaled its own"""
+    obs_clip: float = 10.0
+    """[not in paper] clip normalized observations to [-obs_clip, obs_clip] (ppo2 10; ppo1 and trpo_mpi 5)"""
+    obs_std_floor: float = 0.0
+    """[not in paper] divide by max(std, obs_std_floor); 0: by sqrt(var + 1e-8) (ppo2; ppo1 and trpo_mpi 0.1)"""
+    obs_stats_update: Literal["step", "batch"] = "step"
+    """[not in paper] when the observation statistics take in new observations: after every step (ppo2's
+    VecNormalize), or once per batch, from the rollout's observations, after the advantages and before the update,
+    which then sees the batch normalized anew (ppo1: the rollout and the advantages used the old statistics)"""
+    norm_reward: bool = True
+    """[not in paper] rewards / a running std of the discounted return: V's targets stay near 1 (ppo2; ppo1: none)"""
+    reward_clip: float = 10.0
+    """[not in paper] clip scaled rewards to [-reward_clip, reward_clip] (ppo2)"""
+    max_grad_norm: Optional[float] = 0.5
+    """[not in paper] clip the global gradient norm of each minibatch step to this (ppo2 0.5); None or inf: no clip
+    (ppo1)"""
+    clip_vloss: bool = False
+    """[not in paper] clip V's change like the ratio (ppo1 at release, ppo2); off: with it 2 of 3 IDP runs fell"""
+    clip_actions: bool = True
+    """[not in paper] the env sees the sampled action clipped to its bounds (CleanRL); off, it sees the sample itself,
+    as in ppo1 and ppo2, and MuJoCo charges its control cost on the unclipped action"""
+    bootstrap_truncated: bool = True
+    """[ours] bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as ppo1, ppo2
+    and CleanRL do"""
+    hidden_sizes: tuple[int, ...] = (256, 128)
+    """[not in paper] units of the hidden layers of the policy and of the value network: not in Table 4. 256 and 128,
+    the layers of the 2017 humanoid policies of OpenAI's Roboschool agent zoo (agent_zoo/RoboschoolHumanoid*_2017*.py,
+    same authors, same tasks); §6.1's MuJoCo networks are 64 64"""
+    activation: Literal["tanh", "relu"] = "relu"
+    """[not in paper] the hidden layers' nonlinearity: ReLU as the Roboschool agent zoo's policies (§6.1: tanh)"""
+
+
+# NETWORKS: the policy and the value function
+
+
+class Agent(nn.Module):
+    """Separate policy and value MLPs (--hidden-sizes, --activation); Gaussian policy with a state-independent log-std
+    that is set (Table 4's anneal), not learned: a buffer, which the optimizer never sees."""
+
+    def __init__(self, obs_dim: int, act_dim: int, orthogonal: bool = True, normc: bool = False,
+                 hidden_sizes: tuple[int, ...] = (256, 128), activation: str = "relu"):  # fmt: skip
+        super().__init__()
+
+        def linear(in_dim: int, out_dim: int, std: float) -> nn.Linear:
+            layer = nn.Linear(in_dim, out_dim)
+            if normc:  # [not in paper] ppo1: each unit's incoming weights a Gaussian vector of norm std, zero biases
+                with torch.no_grad():
+                    weight = torch.randn(out_dim, in_dim)
+                    layer.weight.copy_(weight * std / weight.norm(dim=1, keepdim=True))
+                nn.init.constant_(layer.bias, 0.0)
+            elif orthogonal:  # [not in paper] orthogonal weights with gain std, zero biases
+                nn.init.orthogonal_(layer.weight, std)
+                nn.init.constant_(layer.bias, 0.0)
+            return layer
+
+        def mlp(out_dim: int, out_std: float) -> nn.Sequential:
+            hidden = 1.0 if normc else math.sqrt(2)  # ppo1's hidden layers: norm 1
+            sizes, layers = (obs_dim, *hidden_sizes), []
+            for in_dim, width in zip(sizes, sizes[1:]):
+                layers += [linear(in_dim, width, hidden), nn.ReLU() if activation == "relu" else nn.Tanh()]
+            return nn.Sequential(*layers, linear(sizes[-1], out_dim, out_std))
+
+        self.critic = mlp(1, 1.0)
+        self.actor_mean = mlp(act_dim, 0.01)  # a small last layer starts the policy near mean 0
+        self.register_buffer("actor_logstd", torch.zeros(act_dim))  # Table 4: set each iteration by train()
+
+    def get_value(self, obs: torch.Tensor) -> torch.Tensor:
+        """V(s), one number per observation."""
+        return self.critic(obs).squeeze(-1)
+
+    def get_policy(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """π_θ(·|s) as the mean and log-std of a diagonal Gaussian, one row per observation. The rollout samples from
+        it and the update scores it: the one place to change the policy's distribution."""
+        mean = self.actor_mean(obs)
+        return mean, self.actor_logstd.expand_as(mean)
+
+
+# ALGO LOGIC: the math, as small pure functions
+
+
+def gaussian_log_prob(action: torch.Tensor, mean: torch.Tensor, logstd: torch.Tensor) -> torch.Tensor:
+    # log π(a|s) = Σ_i [−(a_i − μ_i)² / 2σ_i² − log σ_i − ½ log 2π]
+    return (-0.5 * ((action - mean) / logstd.exp()) ** 2 - logstd - 0.5 * math.log(2 * math.pi)).sum(-1)
+
+
+def gaussian_entropy(logstd: torch.Tensor) -> torch.Tensor:
+    # S[π] = Σ_i (log σ_i + ½ log 2πe)
+    return (logstd + 0.5 * math.log(2 * math.pi * math.e)).sum(-1)
+
+
+def gaussian_kl(mean_old: torch.Tensor, logstd_old: torch.Tensor, mean: torch.Tensor, logstd: torch.Tensor):
+    # KL[π_old, π] = Σ_i [log σ_i/σ_old,i + (σ_old,i² + (μ_old,i − μ_i)²) / 2σ_i² − ½], exact for diagonal Gaussians
+    var_old, var = torch.exp(2 * logstd_old), torch.exp(2 * logstd)
+    return (logstd - logstd_old + (var_old + (mean_old - mean) ** 2) / (2 * var) - 0.5).sum(-1)
+
+
+def approx_kl(logratio: torch.Tensor) -> torch.Tensor:
+    # Ê[(r − 1) − log r]: an unbiased, never-negative sample estimate of KL[π_old, π] (a diagnostic)
+    return ((logratio.exp() - 1) - logratio).mean()
+
+
+def explained_variance(advantages: np.ndarray, values: np.ndarray) -> float:
+    # 1 − Var[V_targ − V] / Var[V_targ] with V_targ = Â + V: 1 is a perfect critic, 0 no better than a constant
+    return float(1 - np.var(advantages) / (np.var(advantages + values) + 1e-8))
+
+
+def policy_objective(ratio, advantages, objective: str, clip_coef: float, kl=None, kl_beta: float = 0.0):
+    """The surrogate L(θ) to maximize: one row of Table 1. `kl` is KL[π_old, π] per sample (penalty rows only)."""
+    if objective == "clip":
+        # L^CLIP = Ê[min(r Â, clip(r, 1 − ε, 1 + ε) Â)]  (7)
+        return torch.min(ratio * advantages, ratio.clamp(1 - clip_coef, 1 + clip_coef) * advantages).mean()
+    if objective in ("kl-fixed", "kl-adaptive"):
+        # L^KLPEN = Ê[r Â − β KL[π_old, π]]  (8)
+        return (ratio * advantages - kl_beta * kl).mean()
+    # L^CPI = Ê[r Â]  (6): no clipping or penalty
+    return (ratio * advantages).mean()
+
+
+def normalize_advantages(advantages: torch.Tensor, minibatch_size: int) -> torch.Tensor:
+    """[not in paper] Â to mean 0, std 1 within each minibatch (one row each), so the step size is scale-free."""
+    rows = advantages.view(-1, minibatch_size)  # (B / M, M)
+    return ((rows - rows.mean(1, keepdim=True)) / (rows.std(1, keepdim=True) + 1e-8)).view(-1)
+
+
+def value_loss(values, old_values, returns, clip_coef: Optional[float] = None):
+    # L^VF = Ê[(V_θ(s_t) − V_targ)²]  (9)
+    loss = (values - returns) ** 2
+    if clip_coef is not None:  # [not in paper] V_clip = V_old + clip(V − V_old, −ε, ε); take the larger error
+        clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+        loss = torch.max(loss, (clipped - returns) ** 2)
+    return loss.mean()
+
+
+def total_loss(policy_obj, v_loss, entropy, vf_coef: float, ent_coef: float):
+    # −L^{CLIP+VF+S} = −(L − c1 L^VF + c2 S)  (9): the optimizer minimizes, the paper maximizes
+    return -(policy_obj - vf_coef * v_loss + ent_coef * entropy)
+
+
+def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
+    # §4: d < d_targ / 1.5 → β ← β / 2;  d > d_targ × 1.5 → β ← β × 2
+    if kl < kl_target / 1.5:
+        return kl_beta / 2
+    if kl > kl_target * 1.5:
+        return kl_beta * 2
+    return kl_beta
+
+
+def adapt_stepsize(stepsize: float, kl: float, kl_target: float) -> float:
+    """The adaptive stepsize of the paper's vanilla PG (footnote to §6.2), as the code it points to (the Berkeley deep
+    RL course's homework 4) sets it after each batch: KL > 2 x target → stepsize / 1.5; KL < target / 2 → x 1.5."""
+    if kl > 2 * kl_target:
+        return stepsize / 1.5
+    if kl < kl_target / 2:
+        return stepsize * 1.5
+    return stepsize
+
+
+def linear_anneal(start: float, end: float, iteration: int, num_iterations: int) -> float:
+    # Table 4's LinearAnneal(start, end): start at the first iteration, end at the last, linear in between
+    fraction = (iteration - 1) / max(num_iterations - 1, 1)
+    return start * (1 - fraction) + end * fraction
+
+
+def check_on_policy(logprob: torch.Tensor, old_logprob: torch.Tensor) -> None:
+    """Before the update's first gradient step θ = θ_old, so the update's log π_θ(a_t|s_t) must be the log-probability
+    the rollout sampled each action with, up to float rounding. If not, the rollout sampled from another distribution
+    than the update scores as π_θold (an edit made in one and not the other), and PPO would train off-policy in
+    silence: stop instead. The bound is float32 rounding, which grows with the size of the terms summed."""
+    gap = (logprob.detach() - old_logprob).abs().max().item()
+    if not gap <= 1e-4 * (1 + old_logprob.abs().max().item()):  # also stops on nan
+        sys.exit(f"error: the update's log π_θold(a|s) differs from the rollout's by up to {gap:.3g}: the rollout "
+                 "sampled from another distribution than the update scores; compute π in Agent.get_policy")  # fmt: skip
+
+
+def bootstrap_values(values, final_values, last_value, terminated, truncated, bootstrap_truncated: bool = True):
+    """V(s_{t+1}) for each step t of a (T, N) rollout: the next observation's value (last_value after the last step);
+    0 after a termination; after a truncation (time limit) V(real final observation), or 0 when that is off."""
+    next_values = np.concatenate([values[1:], last_value[None]])
+    next_values = np.where(truncated, final_values if bootstrap_truncated else 0.0, next_values)
+    return np.where(terminated, 0.0, next_values).astype(values.dtype)
+
+
+def compute_gae(rewards, values, next_values, dones, gamma: float, gae_lambda: float) -> np.ndarray:
+    """Generalized advantage estimates (11)-(12) for (T, N) arrays; `dones` cuts the sum where an episode ended."""
+    deltas = rewards + gamma * next_values - values  # δ_t = r_t + γ V(s_{t+1}) − V(s_t)
+    decay = gamma * gae_lambda * (1.0 - dones)  # γλ, or 0 where the episode ended at t
+    advantages = np.zeros_like(rewards)
+    last = np.zeros_like(rewards[0])
+    for t in reversed(range(len(rewards))):
+        last = deltas[t] + decay[t] * last  # Â_t = δ_t + γλ Â_{t+1}
+        advantages[t] = last
+    return advantages
+
+
+# ALGO LOGIC: the rollout (Algorithm 1, step 1) and the advantages (step 2)
+
+
+def make_envs(args: Args, run_dir: str) -> "Envs":
+    """N copies of the task, stepped in parallel by --num-workers processes (Envs)."""
+
+    def make_env(i: int) -> gym.Env:
+        if args.capture_video and i == 0:  # MuJoCo renders without a display, unless the user chose another backend
+            os.environ.setdefault("MUJOCO_GL", "egl")
+            return gym.wrappers.RecordVideo(gym.make(args.env_id, render_mode="rgb_array"), f"{run_dir}/videos")
+        return gym.make(args.env_id)
+
+    return Envs(make_env, args.env_id, args.num_envs, args.num_workers)
+
+
+class Envs:
+    """N envs in worker processes, each worker owning a contiguous slice of them; actions and what the envs return
+    pass through arrays in shared memory. step() does in the workers what ppo_continuous.py's per-env loop does in one
+    process: step each env and, where its episode ends, keep the real final observation and reset it, in the same
+    step. Each env computes alone, in the same order whichever process holds it, so the results do not depend on the
+    number of workers. Workers ignore Ctrl-C and SIGTERM (the main process saves the checkpoint, then closes them) and
+    exit when the main process is gone."""
+
+    def __init__(self, make_env, env_id: str, num_envs: int, num_workers: int):
+        probe = gym.make(env_id)
+        self.observation_space, self.action_space = probe.observation_space, probe.action_space
+        probe.close()
+        context = multiprocessing.get_context("fork")  # the workers start as copies of this process: no imports again
+
+        def shared(shape: tuple, dtype) -> np.ndarray:  # an array in memory that the workers share with this process
+            size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            return np.frombuffer(context.RawArray("b", max(size, 1)), dtype, int(np.prod(shape))).reshape(shape)
+
+        N, obs_shape = num_envs, self.observation_space.shape
+        self.actions = shared((N, *self.action_space.shape), self.action_space.dtype)
+        self.obs, self.final_obs = shared((N, *obs_shape), np.float64), shared((N, *obs_shape), np.float64)
+        self.rewards, self.terminated, self.truncated = shared((N,), np.float64), shared((N,), bool), shared((N,), bool)
+        self.slices = [range(ids[0], ids[-1] + 1) for ids in np.array_split(range(N), min(num_workers, N))]
+        self.pipes, self.workers = [], []
+        for ids in self.slices:
+            pipe, worker_pipe = context.Pipe()
+            self.pipes.append(pipe)
+            worker = context.Process(target=run_worker, args=(worker_pipe, self, make_env, ids), daemon=True)
+            worker.start()
+            worker_pipe.close()
+            self.workers.append(worker)
+        atexit.register(self.close)  # every exit closes the workers: the end, a signal's sys.exit, an error
+
+    def step(self, actions: np.ndarray) -> tuple:
+        """One step of every env. Per env: the observation (the new episode's first where one ended), the reward,
+        terminated, truncated, and the real final observation (meaningful only where an episode ended). Views into
+        the shared arrays: the next step overwrites them."""
+        self.actions[:] = actions
+        self.call(None)
+        return self.obs, self.rewards, self.terminated, self.truncated, self.final_obs
+
+    def call(self, function, per_env: Optional[list] = None) -> list:
+        """function(env) for every env in its worker, or function(env, per_env[i]) for env i; the results, in the
+        envs' order. `function` is a module-level function (pickled by name); None is step()'s step."""
+        for pipe, ids in zip(self.pipes, self.slices):
+            send(pipe, (function, None if per_env is None else per_env[ids.start : ids.stop]))
+        results = []
+        for k, pipe in enumerate(self.pipes):
+            try:
+                outcome, value = receive(pipe)
+            except EOFError:
+                sys.exit(f"error: env worker {k} died (exit code {self.workers[k].exitcode})")
+            if outcome == "error":
+                sys.exit(f"error: env worker {k}: {value}")
+            results += value
+        return results
+
+    def close(self) -> None:
+        """Close the envs (RecordVideo writes the episode it is recording) and end the workers; a second call does
+        nothing."""
+        for pipe in self.pipes:
+            try:
+                send(pipe, ("close", None))
+            except OSError:  # the worker is gone already
+                pass
+        for worker, pipe in zip(self.workers, self.pipes):
+            worker.join(timeout=60)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
+            pipe.close()
+        self.pipes, self.workers = [], []
+
+
+def send(pipe, message) -> None:
+    # plain pickle: the pipe's own pickler would move torch tensors (the env states' physics) to shared memory
+    pipe.send_bytes(pickle.dumps(message))
+
+
+def receive(pipe):
+    return pickle.loads(pipe.recv_bytes())
+
+
+def reset_env(env: gym.Env, seed: int) -> np.ndarray:
+    return env.reset(seed=seed)[0]
+
+
+def run_worker(pipe, envs: Envs, make_env, ids: range) -> None:
+    """A worker: make envs[ids], then do what each message asks of them until "close", or until the main process is
+    gone (its end of the pipe closes)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the main process saves
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the checkpoint, then closes the workers
+    for main_pipe in envs.pipes:  # this process's copies of the main process's ends: EOF comes when that one exits
+        main_pipe.close()
+    own = {i: make_env(i) for i in ids}
+    raw_obs, raw_final_obs, raw_reward = envs.obs, envs.final_obs, envs.rewards
+    terminated, truncated = envs.terminated, envs.truncated
+    while True:
+        try:
+            function, per_env = receive(pipe)
+        except EOFError:  # the main process is gone
+            break
+        try:
+            if function == "close":
+                for env in own.values():
+                    env.close()
+                send(pipe, ("ok", []))
+                break
+            if function is None:  # step: what ppo_continuous.py's rollout does for each env
+                for i, env in own.items():
+                    raw_obs[i], raw_reward[i], terminated[i], truncated[i], _ = env.step(envs.actions[i])
+                    if terminated[i] or truncated[i]:  # keep the real final observation, then begin a new episode
+                        raw_final_obs[i] = raw_obs[i]
+                        raw_obs[i] = env.reset()[0]
+                send(pipe, ("ok", []))
+            elif per_env is None:
+                send(pipe, ("ok", [function(env) for env in own.values()]))
+            else:
+                send(pipe, ("ok", [function(env, arg) for env, arg in zip(own.values(), per_env)]))
+        except Exception as e:  # an env's error: the main process stops with it in one line
+            send(pipe, ("error", describe(e)))
+
+
+class RunningMeanStd:
+    """Running mean and variance of a stream of batches (Welford's update, one batch at a time)."""
+
+    def __init__(self, shape=()):
+        self.mean, self.var, self.count = np.zeros(shape), np.ones(shape), 1e-4
+
+    def update(self, x: np.ndarray) -> None:
+        # mean' = mean + Σ(x − mean) / n';  M2' = M2 + Σ(x − mean)(x − mean'), with M2 = var · n
+        total = self.count + x.shape[0]
+        diff = x - self.mean
+        mean = self.mean + diff.sum(0) / total
+        self.var = (self.var * self.count + (diff * (x - mean)).sum(0)) / total
+        self.mean, self.count = mean, total
+
+    def state(self) -> dict:
+        return {"mean": torch.as_tensor(self.mean), "var": torch.as_tensor(self.var), "count": self.count}
+
+    def load(self, state: dict) -> None:
+        self.mean, self.var, self.count = state["mean"].numpy(), state["var"].numpy(), state["count"]
+
+
+def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: bool = True) -> np.ndarray:
+    if not args.norm_obs:
+        return obs.astype(np.float32)
+    if update:
+        obs_rms.update(obs)
+    if args.obs_std_floor:  # [not in paper] ppo1: std = sqrt(max(var, floor²))
+        obs = (obs - obs_rms.mean) / np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2))
+    else:
+        obs = (obs - obs_rms.mean) / np.sqrt(obs_rms.var + 1e-8)
+    return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
+
+
+def scale_rewards(raw_reward: np.ndarray, carry: "Carry", args: Args) -> np.ndarray:
+    """[not in paper] r / std of the discounted return, clipped (ppo2): V's targets stay near 1. Raw r when off."""
+    if not args.norm_reward:
+        return raw_reward
+    carry.discounted_return = carry.discounted_return * args.gamma + raw_reward
+    carry.ret_rms.update(carry.discounted_return)
+    return (raw_reward / np.sqrt(carry.ret_rms.var + 1e-8)).clip(-args.reward_clip, args.reward_clip)
+
+
+def env_actions(actions: np.ndarray, space: gym.spaces.Box, args: Args) -> np.ndarray:
+    """What the env is given for the sampled (or mean) actions: clipped to its bounds, unless --no-clip-actions."""
+    return actions.clip(space.low, space.high) if args.clip_actions else actions
+
+
+@dataclass
+class Carry:
+    """What one rollout hands to the next, and a checkpoint keeps: per env, the last observation as the env returned
+    it and normalized, the discounted return (for reward scaling) and the episode's raw return and length so far;
+    and the running statistics of observations and discounted returns."""
+
+    raw_next_obs: np.ndarray  # (N, obs_dim)
+    next_obs: np.ndarray  # (N, obs_dim), normalized: the policy's input
+    discounted_return: np.ndarray  # (N,)
+    episode_return: np.ndarray  # (N,)
+    episode_length: np.ndarray  # (N,)
+    obs_rms: RunningMeanStd
+    ret_rms: RunningMeanStd
+
+
+CARRIED = ("raw_next_obs", "next_obs", "discounted_return", "episode_return", "episode_length")  # the arrays
+
+
+def start_carry(envs: Envs, args: Args) -> Carry:
+    """Env i starts with seed + i; the statistics start at mean 0, variance 1."""
+    space = envs.observation_space
+    obs_rms = RunningMeanStd(space.shape)
+    first_obs = np.array(envs.call(reset_env, [args.seed + i for i in range(args.num_envs)]), dtype=space.dtype)
+    next_obs = normalize_obs(first_obs, obs_rms, args, update=args.obs_stats_update == "step")
+    return Carry(first_obs, next_obs, *np.zeros((3, args.num_envs)), obs_rms, RunningMeanStd())
+
+
+def collect_rollout(envs: Envs, agent: Agent, carry: Carry, args: Args, global_step: int, episodes: list) -> dict:
+    """Algorithm 1's "run policy π_θold for T timesteps" in each env, resetting an env in the step its episode ends:
+    every stored transition is real. Each action is stored with the Gaussian it was sampled from (its mean and
+    log-std), which the update scores as π_θold. Finished episodes go to `episodes` as (global_step, return, length).
+    Returns (T, N, ...) arrays."""
+    T, N, device = args.num_steps, args.num_envs, next(agent.parameters()).device
+    obs_shape, act_shape = (T, N) + carry.next_obs.shape[1:], (T, N) + envs.action_space.shape
+    rollout = {"obs": np.zeros(obs_shape, np.float32), "raw_obs": np.zeros(obs_shape),  # the policy's input; the envs'
+               "final_obs": np.zeros(obs_shape, np.float32),  # normalized real last observation of truncated episodes
+               "actions": np.zeros(act_shape, np.float32), "means": np.zeros(act_shape, np.float32),
+               "logstds": np.zeros(act_shape, np.float32), "rewards": np.zeros((T, N), np.float32),
+               "terminated": np.zeros((T, N), bool), "truncated": np.zeros((T, N), bool)}  # fmt: skip
+    noise = torch.randn(act_shape).numpy()  # z ~ N(0, I) for a = μ(s) + σ(s) z: one call, not one per step
+    (raw_obs, raw_final_obs), raw_reward = np.zeros((2, *carry.raw_next_obs.shape)), np.zeros(N)  # (N, ...) each
+    with torch.inference_mode():  # θ_old is frozen for the whole rollout: no autograd
+        for step in range(T):
+            policy = agent.get_policy(torch.from_numpy(carry.next_obs).to(device))  # π_θold(·|s), one row per env
+            mean, logstd = (x.numpy(force=True) for x in policy)
+            rollout["actions"][step] = mean + np.exp(logstd) * noise[step]  # a ~ π_θold(·|s)
+            rollout["obs"][step], rollout["means"][step], rollout["logstds"][step] = carry.next_obs, mean, logstd
+            rollout["raw_obs"][step] = carry.raw_next_obs
+            terminated, truncated = rollout["terminated"][step], rollout["truncated"][step]
+            given = env_actions(rollout["actions"][step], envs.action_space, args)  # the rollout keeps the sample
+            # each env steps, and where its episode ends keeps the real final observation and begins a new one
+            raw_obs[:], raw_reward[:], terminated[:], truncated[:], raw_final_obs[:] = envs.step(given)
+            global_step += N
+            carry.episode_return += raw_reward
+            carry.episode_length += 1
+            rollout["rewards"][step] = scale_rewards(raw_reward, carry, args)
+            for i in np.flatnonzero(terminated | truncated):
+                episodes.append((global_step, float(carry.episode_return[i]), int(carry.episode_length[i])))
+                if truncated[i]:
+                    rollout["final_obs"][step, i] = normalize_obs(raw_final_obs[i][None], carry.obs_rms, args, False)[0]
+                carry.episode_return[i], carry.episode_length[i], carry.discounted_return[i] = 0, 0, 0
+            carry.raw_next_obs = raw_obs.copy()
+            carry.next_obs = normalize_obs(raw_obs, carry.obs_rms, args, update=args.obs_stats_update == "step")
+    return rollout
+
+
+def estimate_advantages(agent: Agent, rollout: dict, next_obs: np.ndarray, args: Args):
+    """Â (11)-(12) and V(s_t) for a (T, N) rollout; the critic runs once over the whole batch, not once per step."""
+    device = next(agent.parameters()).device
+    with torch.inference_mode():
+        values, final_values, last_value = (
+            agent.get_value(torch.from_numpy(x).to(device)).cpu().numpy()
+            for x in (rollout["obs"], rollout["final_obs"], next_obs)
+        )  # (T, N), (T, N), (N,)
+    terminated, truncated = rollout["terminated"], rollout["truncated"]
+    next_values = bootstrap_values(values, final_values, last_value, terminated, truncated, args.bootstrap_truncated)
+    dones = (terminated | truncated).astype(np.float32)
+    return compute_gae(rollout["rewards"], values, next_values, dones, args.gamma, args.gae_lambda), values
+
+
+def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, device: torch.device) -> dict:
+    """The (T, N) rollout as a batch of B = T·N samples. Every entry is a per-sample column: the update shuffles each
+    one and cuts it into minibatches, so a column added here reaches every minibatch as mb[key]. The rule: a column
+    of shape (T, N, ...) is flattened to (B, ...), one of shape (B, ...) is taken as it is, any other stops the run.
+    π_θold is what the rollout sampled from (means, log-stds, and each action's log-probability under them); the
+    returns are Â + V(s_t) as the advantages saw it, and V_old, which value clipping keeps V near, is that V(s_t)."""
+    T, N = advantages.shape
+    columns = {"obs": rollout["obs"], "actions": rollout["actions"], "means": rollout["means"],
+               "logstds": rollout["logstds"], "advantages": advantages, "values": values,
+               "returns": advantages + values}  # fmt: skip
+    batch = {}
+    for key, column in columns.items():
+        column = torch.as_tensor(column)
+        if column.shape[:2] == (T, N):
+            column = column.reshape(T * N, *column.shape[2:])
+        elif column.shape[:1] != (T * N,):
+            sys.exit(f"error: batch column {key!r} has shape {tuple(column.shape)}; a per-sample column is (T, N, ...)"
+                     f" = ({T}, {N}, ...) or (T·N, ...) = ({T * N}, ...)")  # fmt: skip
+        batch[key] = column.to(device)
+    batch["logprobs"] = gaussian_log_prob(batch["actions"], batch["means"], batch["logstds"])  # log π_θold(a_t|s_t)
+    return batch
+
+
+def refresh_obs_stats(agent: Agent, rollout: dict, batch: dict, carry: Carry, args: Args) -> None:
+    """[not in paper] --obs-stats-update batch, ppo1's order: the rollout acted, and the advantages were estimated, on
+    observations normalized by the statistics of before the rollout; now the statistics take in the rollout's
+    observations, and the batch's observations and the next rollout's first one are normalized anew. π_θold and V_old
+    are then π_θ and V at the renormalized observations (ppo1's oldpi), so the update scores the actions under a
+    slightly other π_θold than the rollout sampled them from: ppo1 did so."""
+    raw = rollout["raw_obs"].reshape(len(batch["obs"]), -1)  # (B, obs_dim)
+    carry.obs_rms.update(raw)
+    batch["obs"] = torch.from_numpy(normalize_obs(raw, carry.obs_rms, args, update=False)).to(batch["obs"].device)
+    with torch.inference_mode():
+        batch["means"], batch["logstds"] = (x.detach() for x in agent.get_policy(batch["obs"]))
+        batch["logprobs"] = gaussian_log_prob(batch["actions"], batch["means"], batch["logstds"])
+        batch["values"] = agent.get_value(batch["obs"])
+    carry.next_obs = normalize_obs(carry.raw_next_obs, carry.obs_rms, args, update=False)
+
+
+# ALGO LOGIC: the update (Algorithm 1, step 3)
+
+
+def update(agent: Agent, optimizer: torch.optim.Optimizer, batch: dict, kl_beta: float, args: Args) -> dict:
+    """Algorithm 1's "optimize surrogate L wrt θ, with K epochs and minibatch size M ≤ NT", then how far π moved
+    from π_old and how well V fits, over the whole batch. Returns the metrics."""
+    value_clip = args.clip_coef if args.clip_vloss else None
+    uses_kl = args.objective in ("kl-fixed", "kl-adaptive")
+    batch_size = args.num_envs * args.num_steps
+    columns = dict(batch)  # the update's copy: the diagnostics below score the raw advantages
+    if args.norm_adv and args.norm_adv_scope == "batch":  # [not in paper] ppo1: once over the batch, one row of B
+        columns["advantages"] = normalize_advantages(batch["advantages"], batch_size)
+    for epoch in range(args.update_epochs):
+        # shuffle every column once per epoch, then cut it into minibatches: views, not gathers
+        perm = torch.randperm(batch_size, device=batch["obs"].device)
+        shuffled = {key: column[perm] for key, column in columns.items()}
+        if args.norm_adv and args.norm_adv_scope == "minibatch":
+            shuffled["advantages"] = normalize_advantages(shuffled["advantages"], args.minibatch_size)
+        for start in range(0, batch_size, args.minibatch_size):
+            mb = {key: column[start : start + args.minibatch_size] for key, column in shuffled.items()}
+            mean, logstd = agent.get_policy(mb["obs"])
+            logprob = gaussian_log_prob(mb["actions"], mean, logstd)
+            if epoch == 0 and start == 0:  # θ = θ_old yet: the update must score what the rollout sampled from
+                check_on_policy(logprob, mb["logprobs"])
+            ratio = (logprob - mb["logprobs"]).exp()  # r_t(θ) = π_θ(a_t|s_t) / π_θold(a_t|s_t)
+            kl = gaussian_kl(mb["means"], mb["logstds"], mean, logstd) if uses_kl else None
+            pg_obj = policy_objective(ratio, mb["advantages"], args.objective, args.clip_coef, kl, kl_beta)
+            v_loss = value_loss(agent.get_value(mb["obs"]), mb["values"], mb["returns"], value_clip)
+            entropy = gaussian_entropy(logstd).mean() if args.ent_coef else 0.0  # c2 = 0 (Table 3): skip its cost
+            loss = total_loss(pg_obj, v_loss, entropy, args.vf_coef, args.ent_coef)
+            optimizer.zero_grad()
+            loss.backward()
+            if args.max_grad_norm is not None:  # [not in paper] clip the global norm: g ← g · min(1, max / ‖g‖)
+                nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            optimizer.step()
+    return diagnostics(agent, batch, kl_beta, value_clip, args)
+
+
+def diagnostics(agent: Agent, batch: dict, kl_beta: float, value_clip: Optional[float], args: Args) -> dict:
+    """Over the whole batch, after the update: how far did π move from π_old, how well does V fit?"""
+    with torch.inference_mode():
+        mean, logstd = agent.get_policy(batch["obs"])
+        logratio = gaussian_log_prob(batch["actions"], mean, logstd) - batch["logprobs"]
+        ratio, kl = logratio.exp(), gaussian_kl(batch["means"], batch["logstds"], mean, logstd)
+        pg_obj = policy_objective(ratio, batch["advantages"], args.objective, args.clip_coef, kl, kl_beta)
+        v_loss = value_loss(agent.get_value(batch["obs"]), batch["values"], batch["returns"], value_clip)
+        return {
+            "losses/policy_loss": -pg_obj.item(),
+            "losses/value_loss": v_loss.item(),
+            "losses/entropy": gaussian_entropy(logstd).mean().item(),
+            "losses/approx_kl": approx_kl(logratio).item(),
+            "losses/kl": kl.mean().item(),
+            "losses/clipfrac": ((ratio - 1).abs() > args.clip_coef).float().mean().item(),
+        }
+
+
+# Algorithm 1
+
+
+def train(args: Args, ckpt: Optional[dict] = None) -> None:
+    batch_size = args.num_envs * args.num_steps
+    num_iterations = args.total_timesteps // batch_size
+    run_dir, writer = open_run(args, ckpt)
+    checkpoint_path = os.path.join(run_dir, "checkpoint.pt")
+
+    # TRY NOT TO MODIFY: seeding
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)  # small networks: threads cost more than they give, and runs stay bit-for-bit equal
+    device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+
+    envs = make_envs(args, run_dir)
+    obs_dim, act_dim = envs.observation_space.shape[0], envs.action_space.shape[0]
+    agent = Agent(obs_dim, act_dim, args.orthogonal_init, args.normc_init, args.hidden_sizes, args.activation)
+    agent = agent.to(device)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=args.adam_eps, fused=True)
+    carry = start_carry(envs, args)
+    global_step, start_iteration, kl_beta = 0, 1, args.kl_beta
+    if ckpt is not None:  # continue exactly where the checkpoint stopped
+        restore_checkpoint(ckpt, agent, optimizer, carry, envs)
+        global_step, start_iteration, kl_beta = ckpt["global_step"], ckpt["iteration"] + 1, ckpt["kl_beta"]
+    csv_file = open_episodes_csv(run_dir, global_step if ckpt else None)
+    stop = catch_stop_signals()  # Ctrl-C or SIGTERM: finish the iteration in progress, save a checkpoint, then exit
+    recent_returns, start_time, start_step = [], time.time(), global_step
+
+    for iteration in range(start_iteration, num_iterations + 1):
+        if args.anneal_lr:  # [not in paper for MuJoCo] α anneals linearly from 1 to 0
+            optimizer.param_groups[0]["lr"] = (1.0 - (iteration - 1.0) / num_iterations) * args.learning_rate
+        # Table 4: the log-std of π anneals linearly over training; set here, not learned
+        agent.actor_logstd.fill_(linear_anneal(args.logstd_start, args.logstd_end, iteration, num_iterations))
+
+        # ALG STEP 1: run policy π_θold for T timesteps in each of the N environments
+        episodes = []  # (global step, return, length) of the episodes that end in this rollout
+        rollout = collect_rollout(envs, agent, carry, args, global_step, episodes)
+        global_step += batch_size
+
+        # ALG STEP 2: compute advantage estimates Â_1, ..., Â_T; the batch, with π_θold as the rollout sampled from it
+        advantages, values = estimate_advantages(agent, rollout, carry.next_obs, args)  # (T, N) each
+        batch = flatten_batch(rollout, advantages, values, device)
+        if args.obs_stats_update == "batch":  # [not in paper] ppo1: the statistics take in the rollout only now
+            refresh_obs_stats(agent, rollout, batch, carry, args)
+
+        # ALG STEP 3: optimize the surrogate L wrt θ, with K epochs and minibatch size M ≤ NT; then θ_old ← θ
+        metrics = update(agent, optimizer, batch, kl_beta, args)
+        if not all(torch.isfinite(p).all() for p in agent.parameters()):  # NaN weights stay NaN: stop before saving
+            sys.exit(f"error: non-finite loss in the update at step {global_step}; stopped, last checkpoint kept")
+        metrics["losses/explained_variance"] = explained_variance(advantages, values)
+        if args.objective == "kl-adaptive":
+            kl_beta = update_kl_beta(kl_beta, metrics["losses/kl"], args.kl_target)
+        if args.objective in ("kl-fixed", "kl-adaptive"):
+            metrics["charts/kl_beta"] = kl_beta
+        if args.adaptive_lr:  # Table 4: the next update's stepsize; it lives in the optimizer's state, which is saved
+            optimizer.param_groups[0]["lr"] = adapt_stepsize(optimizer.param_groups[0]["lr"], metrics["losses/kl"],
+                                                             args.lr_kl_target)  # fmt: skip
+
+        # TRY NOT TO MODIFY: logging, checkpoints, progress
+        csv.writer(csv_file).writerows(episodes)
+        csv_file.flush()
+        recent_returns = (recent_returns + [episode_return for _, episode_return, _ in episodes])[-100:]
+        sps = int((global_step - start_step) / (time.time() - start_time))
+        metrics.update({"charts/SPS": sps, "charts/learning_rate": optimizer.param_groups[0]["lr"]})
+        log_metrics(writer, episodes, metrics, global_step)
+        if args.save_model or stop:
+            writer.flush()  # the events up to this step are on disk before the checkpoint that a resume starts from
+            save_checkpoint(checkpoint_path, args, agent, optimizer, carry, envs, global_step=global_step,
+                            iteration=iteration, kl_beta=kl_beta)  # fmt: skip
+        print_progress(iteration, num_iterations, global_step, sps, recent_returns, args)
+        if stop:
+            writer.close()  # flush the last iterations' events: TensorBoard writes them in batches
+            print(f"\ninterrupted: checkpoint at step {global_step} saved; continue with --resume {checkpoint_path}")
+            sys.exit(128 + stop[0])
+
+    steps, elapsed = global_step - start_step, time.time() - start_time
+    print(f"\ndone: {steps} steps in {elapsed:.2f} s ({steps / elapsed:.0f} SPS); run folder {run_dir}")
+    envs.close()  # RecordVideo writes the episode it is recording
+    writer.close()
+    csv_file.close()
+
+
+# RUN MANAGEMENT: validation, checkpoints and resume, env state, the run folder, signals, CSV and TensorBoard,
+# progress, evaluation. Not the algorithm: a fork rarely needs to change anything below
+
+
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def describe(e: Exception) -> str:
+    """An exception in one short line: its type and the first line of its message (which may be empty)."""
+    lines = str(e).splitlines()
+    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
+
+
+def make_env_or_fail(env_id: str, flag: str, **kwargs) -> gym.Env:
+    try:
+        return gym.make(env_id, **kwargs)
+    except Exception as e:  # an unknown id, a module that is not there, a missing dependency
+        fail(f"{flag}: cannot make {env_id} ({describe(e)})")
+
+
+def validate(args: Args) -> None:
+    """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
+    for name, value in vars(args).items():  # inf and nan pass every comparison below, or none
+        no_clip = name == "max_grad_norm" and value == math.inf  # the one flag where inf means something: no clip
+        if isinstance(value, float) and not math.isfinite(value) and not no_clip:
+            fail(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+    if not 0 <= args.seed < 2**32:  # NumPy's seed range
+        fail(f"--seed must lie in [0, 2**32), got {args.seed}")
+    for name in ("total_timesteps", "num_envs", "num_workers", "num_steps", "minibatch_size", "update_epochs",
+                 "learning_rate", "clip_coef", "kl_target", "lr_kl_target", "adam_eps", "obs_clip",
+                 "reward_clip"):  # fmt: skip
+        if not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.max_grad_norm is not None and not args.max_grad_norm > 0:
+        fail(f"--max-grad-norm must be positive (or None: no clip), got {args.max_grad_norm}")
+    if not all(width > 0 for width in args.hidden_sizes):
+        fail(f"--hidden-sizes must be positive, got {' '.join(map(str, args.hidden_sizes))}")
+    if args.adaptive_lr and args.anneal_lr:  # two rules for one stepsize: the schedule would undo the KL rule
+        fail("--adaptive-lr sets the stepsize from the KL each update; drop --anneal-lr (or add --no-adaptive-lr)")
+    if not args.obs_std_floor >= 0:
+        fail(f"--obs-std-floor must be >= 0, got {args.obs_std_floor}")
+    if not (0 < args.gamma <= 1 and 0 <= args.gae_lambda <= 1 and args.kl_beta >= 0):
+        fail("--gamma must lie in (0, 1], --gae-lambda in [0, 1], --kl-beta must be >= 0")
+    batch_size = args.num_envs * args.num_steps
+    if batch_size % args.minibatch_size:
+        fail(f"--minibatch-size {args.minibatch_size} does not divide the batch size {batch_size} (num_envs*num_steps)")
+    if args.total_timesteps < batch_size:
+        fail(f"--total-timesteps {args.total_timesteps} is less than one batch ({batch_size})")
+    if args.norm_adv and args.norm_adv_scope == "minibatch" and args.minibatch_size < 2:  # one sample's std is nan
+        fail("--norm-adv standardizes Â within each minibatch, which needs --minibatch-size >= 2 (or --no-norm-adv)")
+    env = make_env_or_fail(args.env_id, "--env-id")
+    if not isinstance(env.action_space, gym.spaces.Box):
+        fail(f"--env-id {args.env_id} has a {type(env.action_space).__name__} action space; this script needs a Box")
+    env.close()
+
+
+def load_checkpoint(path: str, flag: str) -> dict:
+    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    try:
+        ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        return ckpt
+    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
+
+
+def load_resumable(path: str, argv: list[str]) -> dict:
+    """A checkpoint that --resume can continue exactly. A run continues with its own flags, so other flags given with
+    --resume are refused rather than ignored; and an env whose state a checkpoint cannot hold (one without MuJoCo
+    physics, e.g. Pendulum-v1) would continue from another state, so it is refused too."""
+    others = [arg.split("=")[0] for arg in argv if arg.startswith("--") and arg.split("=")[0] != "--resume"]
+    if others:
+        fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
+    ckpt = load_checkpoint(path, "--resume")
+    if not all(name in ckpt for name in CARRIED):  # written by a version of this script that kept other arrays
+        fail(f"--resume {path}: the checkpoint lacks the rollout's carried arrays ({', '.join(CARRIED)}): it comes "
+             "from an older version of this script; start a new run (--eval-checkpoint still works)")  # fmt: skip
+    if not all("physics" in state for state in ckpt["envs"]):
+        fail(f"--resume {path}: {ckpt['args'].env_id} has no MuJoCo state to save, so the run cannot continue "
+             "exactly; start a new run (--eval-checkpoint still evaluates this checkpoint)")  # fmt: skip
+    return ckpt
+
+
+# What mj_step leaves computed from the state before its last integration, and an env may read before its next step
+# (Humanoid's and Ant's reward: the centre of mass or torso position before the step). mj_forward on the restored
+# state would give those of the state after it, and the first reward after a resume would differ from the run's.
+DERIVED = ("xpos", "xquat", "xmat", "xipos", "ximat", "subtree_com", "subtree_linvel", "subtree_angmom", "cinert",
+           "cvel", "cacc", "cfrc_int", "cfrc_ext", "qfrc_actuator", "actuator_force", "geom_xpos", "geom_xmat",
+           "site_xpos", "site_xmat", "sensordata")  # fmt: skip
+
+
+def env_state(env: gym.Env) -> dict:
+    """Everything that decides an env's future: its RNG, its time-limit counter and its MuJoCo physics."""
+    state = {"rng": env.unwrapped.np_random.bit_generator.state, "steps": env.get_wrapper_attr("_elapsed_steps")}
+    if isinstance(getattr(env.unwrapped, "data", None), mujoco.MjData):  # the tests' fake envs have no physics
+        model, data = env.unwrapped.model, env.unwrapped.data
+        physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
+        mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+        state["physics"] = torch.from_numpy(physics)
+        state["derived"] = {name: torch.from_numpy(getattr(data, name).copy()) for name in DERIVED}
+    if hasattr(env.unwrapped, "get_task_state"):  # the humanoid_flagrun tasks' own state (the target, its timer, ...)
+        state["task"] = to_checkpoint(env.unwrapped.get_task_state())
+    return state
+
+
+def set_env_state(env: gym.Env, state: dict) -> None:
+    env.unwrapped.np_random.bit_generator.state = state["rng"]
+    env.set_wrapper_attr("_elapsed_steps", state["steps"])
+    if "physics" in state:
+        model, data = env.unwrapped.model, env.unwrapped.data
+        mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
+        mujoco.mj_forward(model, data)
+        for name, value in state["derived"].items():
+            getattr(data, name)[...] = value.numpy()
+    if "task" in state:
+        env.unwrapped.set_task_state(from_checkpoint(state["task"]))
+
+
+def to_checkpoint(value):
+    """NumPy arrays and scalars, in dicts, lists and tuples, as tensors and Python numbers: weights_only loads them."""
+    if isinstance(value, dict):
+        return {key: to_checkpoint(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_checkpoint(item) for item in value)
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value.copy())
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def from_checkpoint(value):
+    """to_checkpoint's tensors back to NumPy arrays."""
+    if isinstance(value, dict):
+        return {key: from_checkpoint(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(from_checkpoint(item) for item in value)
+    return value.numpy() if isinstance(value, torch.Tensor) else value
+
+
+def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
+    """The run folder (a resumed run keeps its checkpoint's), TensorBoard there, and wandb when --track."""
+    new_run_dir = f"runs/{args.env_id}__{args.exp_name}__{args.seed}__{int(time.time())}"
+    run_dir = os.path.dirname(os.path.abspath(args.resume)) if ckpt else new_run_dir
+    os.makedirs(run_dir, exist_ok=True)
+    if args.track:
+        import wandb
+
+        wandb.init(project=args.wandb_project_name, sync_tensorboard=True,
+                   config=vars(args), name=os.path.basename(run_dir), save_code=True)  # fmt: skip
+    # on resume, drop the events logged after the checkpoint (steps > its global_step): the run logs them again
+    writer = SummaryWriter(run_dir, purge_step=ckpt["global_step"] + 1 if ckpt else None)
+    table = "\n".join(f"|{k}|{v}|" for k, v in vars(args).items())
+    writer.add_text("hyperparameters", "|param|value|\n|-|-|\n" + table)
+    return run_dir, writer
+
+
+def save_checkpoint(path: str, args: Args, agent: Agent, optimizer, carry: Carry, envs, **progress) -> None:
+    """Everything --resume needs to continue exactly: flags, weights, optimizer, statistics, carry, RNG, env states."""
+    device = next(agent.parameters()).device  # on a GPU, its RNG draws the minibatch shuffles: it is state too
+    cuda_rng = {"cuda_rng": torch.cuda.get_rng_state(device)} if device.type == "cuda" else {}
+    torch.save({
+        "args": vars(args), **progress, "agent": agent.state_dict(), "optimizer": optimizer.state_dict(),
+        "obs_rms": carry.obs_rms.state(), "ret_rms": carry.ret_rms.state(),
+        **{name: torch.from_numpy(getattr(carry, name)) for name in CARRIED},
+        "envs": envs.call(env_state), "torch_rng": torch.get_rng_state(), **cuda_rng,
+    }, path + ".tmp")  # fmt: skip
+    os.replace(path + ".tmp", path)  # write, then rename: a cut-off save keeps the last one
+
+
+def restore_checkpoint(ckpt: dict, agent: Agent, optimizer, carry: Carry, envs) -> None:
+    agent.load_state_dict(ckpt["agent"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    carry.obs_rms.load(ckpt["obs_rms"])
+    carry.ret_rms.load(ckpt["ret_rms"])
+    vars(carry).update({name: ckpt[name].numpy() for name in CARRIED})
+    envs.call(set_env_state, ckpt["envs"])  # in the workers
+    torch.set_rng_state(ckpt["torch_rng"])
+    device = next(agent.parameters()).device
+    if device.type == "cuda" and "cuda_rng" in ckpt:
+        torch.cuda.set_rng_state(ckpt["cuda_rng"], device)
+
+
+def open_episodes_csv(run_dir: str, resumed_at: Optional[int]):
+    """episodes.csv, one row per finished episode; on resume, without the rows written after the checkpoint."""
+    path, rows = os.path.join(run_dir, "episodes.csv"), [["global_step", "episodic_return", "episodic_length"]]
+    if resumed_at is not None and os.path.exists(path):
+        with open(path) as f:
+            rows += [row for row in list(csv.reader(f))[1:] if int(row[0]) <= resumed_at]
+    csv_file = open(path, "w", newline="")
+    csv.writer(csv_file).writerows(rows)
+    return csv_file
+
+
+def catch_stop_signals() -> list:
+    """Ctrl-C or SIGTERM: note it in the returned list (a second one kills), so the loop can save and exit."""
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.append(signum) or signal.signal(signum, signal.SIG_DFL))
+    return stop
+
+
+def log_metrics(writer: SummaryWriter, episodes: list, metrics: dict, global_step: int) -> None:
+    for episode_step, episode_return, length in episodes:
+        writer.add_scalar("charts/episodic_return", episode_return, episode_step)
+        writer.add_scalar("charts/episodic_length", length, episode_step)
+    for name, value in metrics.items():
+        writer.add_scalar(name, value, global_step)
+
+
+def print_progress(iteration: int, num_iterations: int, global_step: int, sps: int, recent_returns: list, args: Args):
+    """A live line on a terminal; ten lines in a log file."""
+    tty = sys.stdout.isatty()
+    if tty or iteration % max(1, num_iterations // 10) == 0:
+        recent = f"{np.mean(recent_returns):9.1f}" if recent_returns else "        -"
+        eta = (args.total_timesteps - global_step) / max(sps, 1) / 60
+        line = f"step {global_step:9}/{args.total_timesteps}  SPS {sps:5}  return(100) {recent}  ETA {eta:5.1f} min"
+        print("\r" + line if tty else line, end="" if tty else "\n", flush=True)
+
+
+def evaluate(args: Args) -> list:
+    """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics."""
+    if args.eval_episodes <= 0:
+        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
+    saved, obs_rms = ckpt["args"], RunningMeanStd()
+    env = make_env_or_fail(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}")
+    obs_rms.load(ckpt["obs_rms"])
+    agent = Agent(env.observation_space.shape[0], env.action_space.shape[0], hidden_sizes=saved.hidden_sizes,
+                  activation=saved.activation)  # fmt: skip
+    agent.load_state_dict(ckpt["agent"])
+    returns = []
+    for episode in range(args.eval_episodes):
+        obs, _ = env.reset(seed=saved.seed + 10_000 + episode)  # seeds the training runs never used
+        done, total = False, 0.0
+        while not done:
+            with torch.inference_mode():  # the deterministic policy: the Gaussian's mean
+                mean, _ = agent.get_policy(torch.from_numpy(normalize_obs(obs[None], obs_rms, saved, update=False)))
+            obs, reward, terminated, truncated, _ = env.step(env_actions(mean[0].numpy(), env.action_space, saved))
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    mean, std = np.mean(returns), np.std(returns)
+    print(f"eval {saved.env_id}: mean return {mean:.2f} +- {std:.2f} over {len(returns)} episodes")
+    return returns
+
+
+if __name__ == "__main__":
+    args, ckpt = tyro.cli(Args), None
+    if args.eval_checkpoint:
+        evaluate(args)
+        sys.exit(0)
+    if args.resume:  # continue exactly: the saved flags, weights, statistics, RNG and env states
+        ckpt = load_resumable(args.resume, sys.argv[1:])
+        args = replace(ckpt["args"], resume=args.resume)
+    validate(args)
+    train(args, ckpt)

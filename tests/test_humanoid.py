@@ -1,0 +1,205 @@
+"""ppo_humanoid.py, §6.3's variant of ppo_continuous.py: Table 4's stepsize rule and log-std anneal, and its envs in
+worker processes, whose number must not change a result, which resume exactly and leave no process behind."""
+
+import glob
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import gymnasium as gym
+import pytest
+import torch
+
+import ppo_humanoid
+from tests.helpers import ROOT, assert_one_line_error, only_run_dir, read_episodes, run_script, scalar_events, scalars
+
+# gymnasium's humanoid with episodes cut at 25 steps, so that a short run ends episodes both ways: a fall terminates
+# one (a random policy falls in about 20 to 30 steps), the time limit truncates the others. The scripts make it as
+# --env-id tests.test_humanoid:HumanoidShort-v0
+gym.register("HumanoidShort-v0", entry_point="gymnasium.envs.mujoco.humanoid_v4:HumanoidEnv", max_episode_steps=25)
+TINY = ["--env-id", "tests.test_humanoid:HumanoidShort-v0", "--num-envs", "4", "--num-steps", "64",
+        "--minibatch-size", "128", "--save-model"]  # fmt: skip
+
+
+def load(folder: str) -> dict:
+    return torch.load(os.path.join(folder, "checkpoint.pt"), weights_only=True)
+
+
+def children(pid: int) -> set[int]:
+    """The processes whose parent is pid (Linux: /proc)."""
+    found = set()
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after the command's name: state, parent, ...
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.split("/")[2]))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether pid runs: a zombie has exited, and waits only for its new parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def assert_all_exit(pids: set[int], within: float = 10.0) -> None:
+    deadline = time.time() + within
+    while time.time() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in pids), f"worker processes left running: {[p for p in pids if alive(p)]}"
+
+
+def start_and_wait_for_training(cwd, *flags: str, **popen) -> subprocess.Popen:
+    """A run in the background, once its first iteration is saved; with its worker processes as `.workers`."""
+    env = {**os.environ, "PYTHONPATH": ROOT, "PYTHONUNBUFFERED": "1"}
+    running = subprocess.Popen([sys.executable, os.path.join(ROOT, "ppo_humanoid.py"), *flags], cwd=cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline and not glob.glob(os.path.join(cwd, "runs", "*", "checkpoint.pt")):
+        assert running.poll() is None, running.communicate()
+        time.sleep(0.05)
+    running.workers = children(running.pid)
+    assert len(running.workers) == int(flags[flags.index("--num-workers") + 1]), running.workers
+    return running
+
+
+def test_stepsize_rule_is_the_footnotes(tmp_path):
+    # after each update: / 1.5 when KL > 2 × target, × 1.5 when KL < target / 2, unchanged in between (edges included)
+    rule = ppo_humanoid.adapt_stepsize
+    assert rule(3e-4, 0.0201, 0.01) == 3e-4 / 1.5 and rule(3e-4, 1.0, 0.01) == 3e-4 / 1.5
+    assert rule(3e-4, 0.0049, 0.01) == 3e-4 * 1.5 and rule(3e-4, 0.0, 0.01) == 3e-4 * 1.5
+    for kl in (0.005, 0.01, 0.02):
+        assert rule(3e-4, kl, 0.01) == 3e-4
+    args = ppo_humanoid.Args()  # Table 4's mode: the KL rule, and no schedule on top of it
+    assert args.adaptive_lr and not args.anneal_lr and args.lr_kl_target == 0.01
+
+
+def test_logstd_is_set_by_the_linear_anneal_not_learned():
+    anneal = ppo_humanoid.linear_anneal
+    assert anneal(-0.7, -1.6, 1, 4) == -0.7 and anneal(-0.7, -1.6, 4, 4) == -1.6  # first and last iteration
+    assert [round(anneal(-0.7, -1.6, i, 4), 12) for i in (2, 3)] == [-1.0, -1.3]
+    assert anneal(-0.7, -1.6, 1, 1) == -0.7  # one iteration: the start
+    agent = ppo_humanoid.Agent(376, 17)
+    assert "actor_logstd" in dict(agent.named_buffers()) and "actor_logstd" not in dict(agent.named_parameters())
+    optimizer = torch.optim.Adam(agent.parameters())  # as train() makes it
+    assert all(p is not agent.actor_logstd for group in optimizer.param_groups for p in group["params"])
+    mean, logstd = agent.get_policy(torch.zeros(3, 376))
+    assert logstd.shape == mean.shape == (3, 17)
+
+
+@pytest.mark.parametrize("env_id", ["Humanoid-v4", "Ant-v4"])
+def test_a_restored_env_steps_as_the_saved_one(env_id):
+    # Their rewards read body positions that the last step computed before its last integration: a state restored by
+    # mj_setState and mj_forward alone would give the first step after a resume another reward
+    import numpy as np
+
+    saved, restored = gym.make(env_id), gym.make(env_id)
+    saved.reset(seed=0)
+    restored.reset(seed=1)
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-0.4, 0.4, (12, *saved.action_space.shape)).astype(np.float32)
+    for action in actions[:7]:
+        saved.step(action)
+    ppo_humanoid.set_env_state(restored, ppo_humanoid.env_state(saved))
+    for action in actions[7:]:
+        (obs, reward, *ends, _), (obs_r, reward_r, *ends_r, _) = saved.step(action), restored.step(action)
+        assert reward == reward_r and np.array_equal(obs, obs_r) and ends == ends_r
+
+
+def test_one_or_two_workers_give_the_same_run(tmp_path):
+    # 4 iterations; the envs split 4 + 0 or 2 + 2: the same episodes, weights and metrics to the last bit
+    for workers in ("1", "2"):
+        os.makedirs(tmp_path / workers)
+        proc = run_script("ppo_humanoid.py", *TINY, "--total-timesteps", "1024", "--num-workers", workers,
+                          cwd=tmp_path / workers, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    one, two = only_run_dir(tmp_path / "1"), only_run_dir(tmp_path / "2")
+    episodes = read_episodes(one)
+    lengths = {int(row[2]) for row in episodes[1:]}
+    assert len(episodes) > 30 and 25 in lengths and min(lengths) < 25  # truncations and terminations both
+    assert episodes == read_episodes(two)
+    for key, value in load(one)["agent"].items():
+        assert torch.equal(value, load(two)["agent"][key]), key
+    for tag in ("losses/kl", "charts/learning_rate", "losses/entropy", "losses/value_loss"):
+        assert scalar_events(one, tag) == scalar_events(two, tag), tag
+    # the log-std each update used, from the logged entropy Σ_i (log σ_i + ½ log 2πe) over the 17 actions: the anneal
+    logstds = [entropy / 17 - 0.5 * math.log(2 * math.pi * math.e) for entropy in scalars(one, "losses/entropy")]
+    assert logstds == pytest.approx([-0.7, -1.0, -1.3, -1.6], abs=1e-5)
+    # the stepsize logged is the rule's, which moved it off its start by a power of 1.5
+    rates = scalars(one, "charts/learning_rate")
+    powers = [math.log(rate / 3e-4, 1.5) for rate in rates]
+    assert powers == pytest.approx([round(power) for power in powers], abs=1e-6)
+    assert rates[-1] == pytest.approx(load(one)["optimizer"]["param_groups"][0]["lr"]) and rates[-1] != 3e-4
+
+
+def test_sigterm_saves_and_resume_continues_bit_for_bit(tmp_path):
+    flags = [*TINY, "--total-timesteps", "2048", "--num-workers", "2"]  # 8 iterations
+    os.makedirs(tmp_path / "whole")
+    os.makedirs(tmp_path / "parts")
+    proc = run_script("ppo_humanoid.py", *flags, cwd=tmp_path / "whole", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+    # SIGTERM after the first iteration: the run finishes the iteration in progress, saves, and closes its workers
+    running = start_and_wait_for_training(tmp_path / "parts", *flags)
+    running.send_signal(signal.SIGTERM)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "--resume" in out
+    assert_all_exit(running.workers)
+    folder = only_run_dir(tmp_path / "parts")
+    assert 0 < load(folder)["global_step"] < 2048, "the signal must arrive mid-run for this test to mean anything"
+    assert load(folder)["optimizer"]["param_groups"][0]["lr"] != 3e-4  # the stepsize the rule moved: state to keep
+
+    proc = run_script("ppo_humanoid.py", "--resume", os.path.join(folder, "checkpoint.pt"), cwd=tmp_path / "parts")
+    assert proc.returncode == 0, proc.stderr
+    whole = only_run_dir(tmp_path / "whole")
+    assert read_episodes(folder) == read_episodes(whole)
+    for key, value in load(whole)["agent"].items():
+        assert torch.equal(value, load(folder)["agent"][key]), key
+    assert load(whole)["optimizer"]["param_groups"][0]["lr"] == load(folder)["optimizer"]["param_groups"][0]["lr"]
+    for key in ("mean", "var"):
+        assert torch.equal(load(whole)["obs_rms"][key], load(folder)["obs_rms"][key])
+    for state, resumed in zip(load(whole)["envs"], load(folder)["envs"]):  # the envs' physics, counters and RNGs
+        assert torch.equal(state["physics"], resumed["physics"]) and state["steps"] == resumed["steps"]
+        assert state["rng"] == resumed["rng"]
+    for tag in ("losses/kl", "charts/learning_rate", "losses/entropy", "losses/policy_loss", "charts/episodic_return"):
+        assert scalar_events(folder, tag) == scalar_events(whole, tag), tag
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigkill"])
+def test_no_worker_outlives_the_run(tmp_path, stop):
+    # Ctrl-C reaches the whole process group, workers included: they ignore it, and the main process saves, then
+    # closes them. A killed main process saves nothing, but its workers see their pipes close and exit.
+    running = start_and_wait_for_training(tmp_path, *TINY, "--total-timesteps", "4096", "--num-workers", "2",
+                                          start_new_session=True)  # fmt: skip
+    os.killpg(running.pid, signal.SIGINT) if stop == "ctrl-c" else running.kill()
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == (128 + signal.SIGINT if stop == "ctrl-c" else -signal.SIGKILL), err
+    assert_all_exit(running.workers)
+    if stop == "ctrl-c":
+        assert "Traceback" not in err and "--resume" in out
+        assert 0 < load(only_run_dir(tmp_path))["global_step"] < 4096
+
+
+@pytest.mark.parametrize(
+    "flags, flag_named",
+    [
+        (["--num-workers", "0"], "--num-workers"),
+        (["--anneal-lr"], "--anneal-lr"),
+        (["--lr-kl-target", "0"], "--lr-kl-target"),
+        (["--hidden-sizes", "64", "0"], "--hidden-sizes"),
+    ],
+)
+def test_bad_flags_are_one_line_and_exit_2(tmp_path, flags, flag_named):
+    proc = run_script("ppo_humanoid.py", *flags, cwd=tmp_path, timeout=120)
+    assert_one_line_error(proc, flag_named)
+    assert not (tmp_path / "runs").exists()  # nothing half-made
