@@ -34,7 +34,7 @@ What follows Roboschool v0 (read from its source):
   frozen while the torso is below 0.8 (no progress by crawling).
 
 Where this differs from Roboschool v0:
-- MuJoCo instead of Bullet: soft contacts, RK4, PGS; contacts count within MuJoCo's 1 mm margin, Bullet's 2 cm.
+- MuJoCo instead of Bullet: soft contacts, RK4 and PGS (gymnasium's options), so gaits and falls differ in detail.
 - The body: gymnasium's humanoid.xml (same geometry as Roboschool's humanoid_symmetric.xml) with its joint
   stiffness, damping and armature kept: Bullet's MJCF import may not apply them, MuJoCo needs them to stay stable.
   Taken from humanoid_symmetric.xml: hip_y range −120..20°, friction 0.8 and condim 3 on every geom (MuJoCo takes
@@ -44,9 +44,11 @@ Where this differs from Roboschool v0:
 - Actuators in joint (qpos) order, abdomen_z first, so that action i drives joint i (gymnasium lists abdomen_y first).
 - Positions are MuJoCo's body centers of mass (Bullet reports links' centers of mass); Bullet's link list for the
   mean x, y may include the helper links it makes for multi-joint bodies, here it is the 13 bodies.
-- A thrown cube starts with no spin (Bullet kept the cube's old spin); its floor friction is MuJoCo's, 0.8.
+- A thrown cube starts with no spin (Roboschool set only its linear velocity); it has the robot's friction, 0.8.
+- The observation space is declared as [−5, 5] (Roboschool: unbounded), the range of the clipped values.
 - The flag is a red ball of 0.2 m radius at 0.2 m on a 1.5 m pole, visual only; the running task has none.
-- The targets.md summary of §6.3 quotes v1 where v1 changed v0; v0 is built here (the paper's Figure 4 names v0):
+- Not a difference, but beware: summaries of these tasks often quote v1 (July 2017), which changed v0 as follows;
+  v0 is built here, as the paper's Figure 4 names v0 (read from openai/roboschool's history, c1cb983):
   Flagrun's electricity is not halved, the flag timer is 200 steps (v1: 150), the yaw is uniform over the circle
   (v1: ±π/16), Harder's alive bonus is 1 + clip(z_torso, 0, 0.8)/0.8 (v1: 0.5 + 1.5 × clip(0.7 z_torso + 0.3
   z_pelvis, 0, 0.7)/0.7), electricity /4 throughout (v1: /5 down, /2 up), the cube is 0.6 kg (v1: 1.2 kg).
