@@ -57,10 +57,9 @@ class Args:
     """episodes for --eval-checkpoint"""
 
     # Table 4 of the paper (§6.3); gamma and lambda are Table 3's values too
-    env_id: str = "Humanoid-v4"
-    """a MuJoCo task with a continuous (Box) action space. The paper's are Roboschool's humanoid running, flagrun
-    and flagrun harder (humanoid_flagrun:HumanoidRun-v0, HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0, their
-    rebuilds on MuJoCo); the default is gymnasium's humanoid, which runs without that module"""
+    env_id: str = "humanoid_flagrun:HumanoidRun-v0"
+    """a MuJoCo task with a continuous (Box) action space. §6.3's three are Roboschool's humanoid tasks, rebuilt on
+    MuJoCo by humanoid_flagrun.py: HumanoidRun-v0 (the default), HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0"""
     total_timesteps: int = 50_000_000
     """environment steps in all (Figure 4: 50M for running, 100M for flagrun and flagrun harder)"""
     num_envs: int = 32
@@ -126,8 +125,8 @@ class Args:
     norm_adv_scope: Literal["minibatch", "batch"] = "minibatch"
     """[not in paper] standardize Â in each minibatch (ppo2, CleanRL) or once over the whole batch (ppo1)"""
     norm_obs: bool = True
-    """[not in paper] observations by a running mean and std (ppo1, ppo2, trpo_mpi): MuJoCo's differ wildly in scale
-    (Humanoid-v4's 376 values: positions, velocities, inertias, forces); not in Table 4, Roboschool scaled its own"""
+    """[not in paper] observations by a running mean and std (ppo1, ppo2, trpo_mpi): MuJoCo's differ wildly in scale.
+    Not in Table 4: on, as in the code released with the paper (ppo1), though Roboschool scales its observations"""
     obs_clip: float = 10.0
     """[not in paper] clip normalized observations to [-obs_clip, obs_clip] (ppo2 10; ppo1 and trpo_mpi 5)"""
     obs_std_floor: float = 0.0
@@ -868,7 +867,7 @@ def env_state(env: gym.Env) -> dict:
         state["physics"] = torch.from_numpy(physics)
         state["derived"] = {name: torch.from_numpy(getattr(data, name).copy()) for name in DERIVED}
     if hasattr(env.unwrapped, "get_task_state"):  # the humanoid_flagrun tasks' own state (the target, its timer, ...)
-        state["task"] = to_checkpoint(env.unwrapped.get_task_state())
+        state["task"] = env.unwrapped.get_task_state()  # tensors and Python numbers, which weights_only loads
     return state
 
 
@@ -882,27 +881,7 @@ def set_env_state(env: gym.Env, state: dict) -> None:
         for name, value in state["derived"].items():
             getattr(data, name)[...] = value.numpy()
     if "task" in state:
-        env.unwrapped.set_task_state(from_checkpoint(state["task"]))
-
-
-def to_checkpoint(value):
-    """NumPy arrays and scalars, in dicts, lists and tuples, as tensors and Python numbers: weights_only loads them."""
-    if isinstance(value, dict):
-        return {key: to_checkpoint(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(to_checkpoint(item) for item in value)
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(value.copy())
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def from_checkpoint(value):
-    """to_checkpoint's tensors back to NumPy arrays."""
-    if isinstance(value, dict):
-        return {key: from_checkpoint(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(from_checkpoint(item) for item in value)
-    return value.numpy() if isinstance(value, torch.Tensor) else value
+        env.unwrapped.set_task_state(state["task"])  # after the physics and the RNG
 
 
 def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:

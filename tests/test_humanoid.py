@@ -16,11 +16,13 @@ import torch
 import ppo_humanoid
 from tests.helpers import ROOT, assert_one_line_error, only_run_dir, read_episodes, run_script, scalar_events, scalars
 
-# gymnasium's humanoid with episodes cut at 25 steps, so that a short run ends episodes both ways: a fall terminates
-# one (a random policy falls in about 20 to 30 steps), the time limit truncates the others. The scripts make it as
-# --env-id tests.test_humanoid:HumanoidShort-v0
-gym.register("HumanoidShort-v0", entry_point="gymnasium.envs.mujoco.humanoid_v4:HumanoidEnv", max_episode_steps=25)
-TINY = ["--env-id", "tests.test_humanoid:HumanoidShort-v0", "--num-envs", "4", "--num-steps", "64",
+# §6.3's flagrun task (humanoid_flagrun.py) with episodes cut at 30 steps, so that a short run ends episodes both
+# ways: a fall terminates one (the starting policy falls in 20 to 40 steps), the time limit truncates the others; its
+# task state (the flag, the potential) must pass through the workers into a checkpoint and back. The scripts make it
+# as --env-id tests.test_humanoid:FlagrunShort-v0
+gym.register("FlagrunShort-v0", entry_point="humanoid_flagrun:HumanoidEnv", max_episode_steps=30,
+             kwargs={"task": "flagrun"})  # fmt: skip
+TINY = ["--env-id", "tests.test_humanoid:FlagrunShort-v0", "--num-envs", "4", "--num-steps", "64",
         "--minibatch-size", "128", "--save-model"]  # fmt: skip
 
 
@@ -88,18 +90,19 @@ def test_logstd_is_set_by_the_linear_anneal_not_learned():
     assert anneal(-0.7, -1.6, 1, 4) == -0.7 and anneal(-0.7, -1.6, 4, 4) == -1.6  # first and last iteration
     assert [round(anneal(-0.7, -1.6, i, 4), 12) for i in (2, 3)] == [-1.0, -1.3]
     assert anneal(-0.7, -1.6, 1, 1) == -0.7  # one iteration: the start
-    agent = ppo_humanoid.Agent(376, 17)
+    agent = ppo_humanoid.Agent(44, 17)
     assert "actor_logstd" in dict(agent.named_buffers()) and "actor_logstd" not in dict(agent.named_parameters())
     optimizer = torch.optim.Adam(agent.parameters())  # as train() makes it
     assert all(p is not agent.actor_logstd for group in optimizer.param_groups for p in group["params"])
-    mean, logstd = agent.get_policy(torch.zeros(3, 376))
+    mean, logstd = agent.get_policy(torch.zeros(3, 44))
     assert logstd.shape == mean.shape == (3, 17)
 
 
-@pytest.mark.parametrize("env_id", ["Humanoid-v4", "Ant-v4"])
-def test_a_restored_env_steps_as_the_saved_one(env_id):
-    # Their rewards read body positions that the last step computed before its last integration: a state restored by
-    # mj_setState and mj_forward alone would give the first step after a resume another reward
+@pytest.mark.parametrize("env_id", ["Humanoid-v4", "Ant-v4", "humanoid_flagrun:HumanoidFlagrunHarder-v0"])
+def test_a_restored_env_steps_as_the_saved_one(tmp_path, env_id):
+    # Humanoid's and Ant's rewards read body positions that the last step computed before its last integration: a
+    # state restored by mj_setState and mj_forward alone would give the first step after a resume another reward.
+    # Harder keeps its own state besides (the flag, the potential, the frame counter that times the cube).
     import numpy as np
 
     saved, restored = gym.make(env_id), gym.make(env_id)
@@ -109,7 +112,8 @@ def test_a_restored_env_steps_as_the_saved_one(env_id):
     actions = rng.uniform(-0.4, 0.4, (12, *saved.action_space.shape)).astype(np.float32)
     for action in actions[:7]:
         saved.step(action)
-    ppo_humanoid.set_env_state(restored, ppo_humanoid.env_state(saved))
+    torch.save(ppo_humanoid.env_state(saved), tmp_path / "state.pt")  # as a checkpoint holds it
+    ppo_humanoid.set_env_state(restored, torch.load(tmp_path / "state.pt", weights_only=True))
     for action in actions[7:]:
         (obs, reward, *ends, _), (obs_r, reward_r, *ends_r, _) = saved.step(action), restored.step(action)
         assert reward == reward_r and np.array_equal(obs, obs_r) and ends == ends_r
@@ -125,7 +129,7 @@ def test_one_or_two_workers_give_the_same_run(tmp_path):
     one, two = only_run_dir(tmp_path / "1"), only_run_dir(tmp_path / "2")
     episodes = read_episodes(one)
     lengths = {int(row[2]) for row in episodes[1:]}
-    assert len(episodes) > 30 and 25 in lengths and min(lengths) < 25  # truncations and terminations both
+    assert len(episodes) > 25 and 30 in lengths and min(lengths) < 30  # truncations and terminations both
     assert episodes == read_episodes(two)
     for key, value in load(one)["agent"].items():
         assert torch.equal(value, load(two)["agent"][key]), key
