@@ -4,6 +4,7 @@ import glob
 import os
 import pty
 
+import gymnasium as gym
 import pytest
 
 from tests.helpers import SCRIPTS, only_run_dir, run_script
@@ -54,3 +55,34 @@ def test_progress_is_one_live_line_on_a_terminal(tmp_path, script):
     # one line, rewritten after each of the 4 iterations, with the step, SPS, recent return and time left
     assert out.count("\rstep ") == 4 and "SPS" in out and "return(100)" in out and "ETA" in out, out
     assert out.count("\n") <= 2  # the live line, then the summary: no scrolling log on a terminal
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_eval_checkpoint_films_the_mujoco_scene_following_the_robot(tmp_path, script):
+    # what a person watches: the rendered scene in colour, every evaluation episode, through the camera that follows
+    # the robot (gymnasium's default view stays put and a trained runner leaves it within seconds)
+    import imageio.v3 as iio
+    import mujoco
+
+    proc = run_script(script, "--env-id", "InvertedDoublePendulum-v4", "--num-steps", "512", "--total-timesteps", "512",
+                      "--save-model", cwd=tmp_path, timeout=180)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    checkpoint = os.path.join(only_run_dir(tmp_path), "checkpoint.pt")
+    proc = run_script(script, "--eval-checkpoint", checkpoint, "--eval-episodes", "2", "--capture-video",
+                      cwd=tmp_path, timeout=180)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    video_dir = proc.stdout.split("videos: ")[1].strip()
+    videos = sorted(glob.glob(os.path.join(tmp_path, video_dir, "*.mp4")))
+    assert [os.path.basename(v) for v in videos] == ["rl-video-episode-0.mp4", "rl-video-episode-1.mp4"]
+    frames = iio.imread(videos[0])  # (frames, height, width, 3)
+    assert frames.ndim == 4 and frames.shape[1:] == (480, 480, 3) and len(frames) > 5, frames.shape
+    assert (abs(frames[..., 0].astype(int) - frames[..., 2]) > 40).any(axis=(1, 2)).all()  # colour in every frame
+    assert not (frames[0] == frames[-1]).all()  # it moves
+
+    module = __import__(script[: -len(".py")])
+    for env_id, camera in (("Hopper-v4", "track"), ("InvertedPendulum-v4", None)):
+        env = module.follow_robot(gym.make(env_id, render_mode="rgb_array"))
+        model = env.unwrapped.model
+        expected = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) if camera else -1
+        assert env.unwrapped.mujoco_renderer.camera_id == expected and (camera is None or expected >= 0)
+        env.close()
