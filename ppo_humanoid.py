@@ -46,7 +46,8 @@ class Args:
     wandb_project_name: str = "ppo-paper"
     """the wandb project (the entity is your default, or WANDB_ENTITY)"""
     capture_video: bool = False
-    """record episodes of env 0 to runs/{run_name}/videos (needs moviepy; headless MuJoCo wants MUJOCO_GL=egl)"""
+    """record episodes of env 0 to runs/{run_name}/videos; with --eval-checkpoint, every evaluation episode (needs
+    moviepy; MuJoCo renders headless with MUJOCO_GL=egl, the default here, or osmesa)"""
     save_model: bool = False
     """write runs/{run_name}/checkpoint.pt after every iteration (Ctrl-C and SIGTERM always save)"""
     resume: Optional[str] = None
@@ -329,7 +330,8 @@ def make_envs(args: Args, run_dir: str) -> "Envs":
     def make_env(i: int) -> gym.Env:
         if args.capture_video and i == 0:  # MuJoCo renders without a display, unless the user chose another backend
             os.environ.setdefault("MUJOCO_GL", "egl")
-            return gym.wrappers.RecordVideo(gym.make(args.env_id, render_mode="rgb_array"), f"{run_dir}/videos")
+            env = follow_robot(gym.make(args.env_id, render_mode="rgb_array"))
+            return gym.wrappers.RecordVideo(env, f"{run_dir}/videos")
         return gym.make(args.env_id)
 
     return Envs(make_env, args.env_id, args.num_envs, args.num_workers)
@@ -786,6 +788,15 @@ def make_env_or_fail(env_id: str, flag: str, **kwargs) -> gym.Env:
         fail(f"{flag}: cannot make {env_id} ({describe(e)})")
 
 
+def follow_robot(env: gym.Env) -> gym.Env:
+    """Film a MuJoCo task through its model's "track" camera, which follows the robot: gymnasium's default view stays
+    where the episode began, and a runner leaves it. A task without one (a pendulum, Reacher) keeps the default view."""
+    renderer = getattr(env.unwrapped, "mujoco_renderer", None)
+    if renderer is not None:
+        renderer.camera_id = mujoco.mj_name2id(env.unwrapped.model, mujoco.mjtObj.mjOBJ_CAMERA, "track")
+    return env
+
+
 def validate(args: Args) -> None:
     """Check the flags once, right after parsing, so that a typo fails in a second instead of after an hour."""
     for name, value in vars(args).items():  # inf and nan pass every comparison below, or none
@@ -965,12 +976,19 @@ def print_progress(iteration: int, num_iterations: int, global_step: int, sps: i
 
 
 def evaluate(args: Args) -> list:
-    """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics."""
+    """Run the deterministic policy (the Gaussian's mean) of a checkpoint with its frozen observation statistics; with
+    --capture-video, film every episode to runs/eval__{env_id}__{time}/videos."""
     if args.eval_episodes <= 0:
         fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
     saved, obs_rms = ckpt["args"], RunningMeanStd()
-    env = make_env_or_fail(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}")
+    if args.capture_video:  # MuJoCo renders without a display, unless the user chose another backend
+        os.environ.setdefault("MUJOCO_GL", "egl")
+    render_mode = "rgb_array" if args.capture_video else None
+    env = make_env_or_fail(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}", render_mode=render_mode)
+    if args.capture_video:
+        video_dir = f"runs/eval__{saved.env_id}__{int(time.time())}/videos"
+        env = gym.wrappers.RecordVideo(follow_robot(env), video_dir, episode_trigger=lambda episode: True)
     obs_rms.load(ckpt["obs_rms"])
     agent = Agent(env.observation_space.shape[0], env.action_space.shape[0], hidden_sizes=saved.hidden_sizes,
                   activation=saved.activation)  # fmt: skip
@@ -985,8 +1003,11 @@ def evaluate(args: Args) -> list:
             obs, reward, terminated, truncated, _ = env.step(env_actions(mean[0].numpy(), env.action_space, saved))
             total, done = total + float(reward), terminated or truncated
         returns.append(total)
+    env.close()  # RecordVideo writes the last episode's video on close
     mean, std = np.mean(returns), np.std(returns)
     print(f"eval {saved.env_id}: mean return {mean:.2f} +- {std:.2f} over {len(returns)} episodes")
+    if args.capture_video:
+        print(f"videos: {video_dir}")
     return returns
 
 
