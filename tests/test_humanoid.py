@@ -194,6 +194,18 @@ def test_no_worker_outlives_the_run(tmp_path, stop):
         assert 0 < load(only_run_dir(tmp_path))["global_step"] < 4096
 
 
+def test_capture_video_films_env_0_in_its_worker(tmp_path):
+    # env 0 lives in worker 0, which renders it and writes the video when the run closes the workers
+    flags = ["--env-id", "Humanoid-v4", "--num-envs", "2", "--num-steps", "64", "--minibatch-size", "64",
+             "--total-timesteps", "128", "--num-workers", "2", "--capture-video"]  # fmt: skip
+    proc = run_script("ppo_humanoid.py", *flags, cwd=tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first = os.path.join(only_run_dir(tmp_path), "videos", "rl-video-episode-0.mp4")
+    with open(first, "rb") as f:
+        header = f.read(12)
+    assert header[4:8] == b"ftyp" and os.path.getsize(first) > 1000  # an MP4 with frames in it
+
+
 @pytest.mark.parametrize(
     "flags, flag_named",
     [
