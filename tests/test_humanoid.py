@@ -74,7 +74,7 @@ def start_and_wait_for_training(cwd, *flags: str, **popen) -> subprocess.Popen:
     return running
 
 
-def test_stepsize_rule_is_the_footnotes(tmp_path):
+def test_stepsize_rule_is_the_footnotes():
     # after each update: / 1.5 when KL > 2 × target, × 1.5 when KL < target / 2, unchanged in between (edges included)
     rule = ppo_humanoid.adapt_stepsize
     assert rule(3e-4, 0.0201, 0.01) == 3e-4 / 1.5 and rule(3e-4, 1.0, 0.01) == 3e-4 / 1.5
