@@ -889,7 +889,7 @@ def set_env_state(env: gym.Env, state: dict) -> None:
         model, data = env.unwrapped.model, env.unwrapped.data
         mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
         mujoco.mj_forward(model, data)
-        for name, value in state["derived"].items():
+        for name, value in state.get("derived", {}).items():  # none in a checkpoint of before 2026-12-06
             getattr(data, name)[...] = value.numpy()
     if "task" in state:
         env.unwrapped.set_task_state(state["task"])  # after the physics and the RNG

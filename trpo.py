@@ -674,6 +674,14 @@ def load_resumable(path: str, argv: list[str]) -> dict:
     return ckpt
 
 
+# What mj_step leaves computed from the state before its last integration, and an env may read before its next step
+# (Humanoid's and Ant's reward: the centre of mass or torso position before the step). mj_forward on the restored
+# state would give those of the state after it, and the first reward after a resume would differ from the run's.
+DERIVED = ("xpos", "xquat", "xmat", "xipos", "ximat", "subtree_com", "subtree_linvel", "subtree_angmom", "cinert",
+           "cvel", "cacc", "cfrc_int", "cfrc_ext", "qfrc_actuator", "actuator_force", "geom_xpos", "geom_xmat",
+           "site_xpos", "site_xmat", "sensordata")  # fmt: skip
+
+
 def env_state(env: gym.Env) -> dict:
     """Everything that decides an env's future: its RNG, its time-limit counter and its MuJoCo physics."""
     state = {"rng": env.unwrapped.np_random.bit_generator.state, "steps": env.get_wrapper_attr("_elapsed_steps")}
@@ -682,6 +690,9 @@ def env_state(env: gym.Env) -> dict:
         physics = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_INTEGRATION))
         mujoco.mj_getState(model, data, physics, mujoco.mjtState.mjSTATE_INTEGRATION)
         state["physics"] = torch.from_numpy(physics)
+        state["derived"] = {name: torch.from_numpy(getattr(data, name).copy()) for name in DERIVED}
+    if hasattr(env.unwrapped, "get_task_state"):  # the humanoid_flagrun tasks' own state (the target, its timer, ...)
+        state["task"] = env.unwrapped.get_task_state()  # tensors and Python numbers, which weights_only loads
     return state
 
 
@@ -692,6 +703,10 @@ def set_env_state(env: gym.Env, state: dict) -> None:
         model, data = env.unwrapped.model, env.unwrapped.data
         mujoco.mj_setState(model, data, state["physics"].numpy(), mujoco.mjtState.mjSTATE_INTEGRATION)
         mujoco.mj_forward(model, data)
+        for name, value in state.get("derived", {}).items():  # none in a checkpoint of before 2026-12-06
+            getattr(data, name)[...] = value.numpy()
+    if "task" in state:
+        env.unwrapped.set_task_state(state["task"])  # after the physics and the RNG
 
 
 def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:

@@ -2,6 +2,7 @@
 worker processes, whose number must not change a result, which resume exactly and leave no process behind."""
 
 import glob
+import importlib
 import math
 import os
 import signal
@@ -98,8 +99,9 @@ def test_logstd_is_set_by_the_linear_anneal_not_learned():
     assert logstd.shape == mean.shape == (3, 17)
 
 
+@pytest.mark.parametrize("script", ["ppo_humanoid", "ppo_continuous", "trpo", "reinforce_baseline", "cem"])
 @pytest.mark.parametrize("env_id", ["Humanoid-v4", "Ant-v4", "humanoid_flagrun:HumanoidFlagrunHarder-v0"])
-def test_a_restored_env_steps_as_the_saved_one(tmp_path, env_id):
+def test_a_restored_env_steps_as_the_saved_one(tmp_path, env_id, script):
     # Humanoid's and Ant's rewards read body positions that the last step computed before its last integration: a
     # state restored by mj_setState and mj_forward alone would give the first step after a resume another reward.
     # Harder keeps its own state besides (the flag, the potential, the frame counter that times the cube).
@@ -112,8 +114,9 @@ def test_a_restored_env_steps_as_the_saved_one(tmp_path, env_id):
     actions = rng.uniform(-0.4, 0.4, (12, *saved.action_space.shape)).astype(np.float32)
     for action in actions[:7]:
         saved.step(action)
-    torch.save(ppo_humanoid.env_state(saved), tmp_path / "state.pt")  # as a checkpoint holds it
-    ppo_humanoid.set_env_state(restored, torch.load(tmp_path / "state.pt", weights_only=True))
+    module = importlib.import_module(script)  # the same two functions in every MuJoCo script
+    torch.save(module.env_state(saved), tmp_path / "state.pt")  # as a checkpoint holds it
+    module.set_env_state(restored, torch.load(tmp_path / "state.pt", weights_only=True))
     for action in actions[7:]:
         (obs, reward, *ends, _), (obs_r, reward_r, *ends_r, _) = saved.step(action), restored.step(action)
         assert reward == reward_r and np.array_equal(obs, obs_r) and ends == ends_r
