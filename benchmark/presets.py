@@ -266,6 +266,31 @@ PRESETS = {
         [1, 2, 3],
         10_000_000,
     ),
+    # §6.3 (Figure 4): ppo_humanoid.py with Table 4 on Roboschool's three humanoid tasks, rebuilt on MuJoCo by
+    # humanoid_flagrun.py, one seed each as the paper's figure shows; and on gymnasium's Humanoid-v4, the task users
+    # know, to set beside public numbers (shared/reference/targets.md). Figure 4's lengths: 50M running, 100M flagrun
+    "humanoid-run": Preset(
+        "Figure 4, running: ppo_humanoid.py (Table 4, 32 actors) on HumanoidRun-v0, seed 1, 50M steps",
+        [Method("ppo_humanoid.py", "table4", "", "PPO, Table 4, 32 actors")],
+        ["humanoid_flagrun:HumanoidRun-v0"],
+        [1],
+        50_000_000,
+    ),
+    "humanoid-flagrun": Preset(
+        "Figure 4, flagrun: ppo_humanoid.py (Table 4, 128 actors) on HumanoidFlagrun-v0 and HumanoidFlagrunHarder-v0,"
+        " seed 1, 100M steps",
+        [Method("ppo_humanoid.py", "table4-128", "--num-envs 128", "PPO, Table 4, 128 actors")],
+        ["humanoid_flagrun:HumanoidFlagrun-v0", "humanoid_flagrun:HumanoidFlagrunHarder-v0"],
+        [1],
+        100_000_000,
+    ),
+    "humanoid-v4": Preset(
+        "gymnasium's Humanoid-v4 with Table 4's settings (32 actors), seed 1, 10M steps, beside public PPO numbers",
+        [Method("ppo_humanoid.py", "table4", "", "PPO, Table 4, 32 actors")],
+        ["Humanoid-v4"],
+        [1],
+        10_000_000,
+    ),
     # The tests' preset: two runs of a few seconds each, most of it Python and torch starting up
     "smoke": Preset(
         "smoke test: ppo_continuous.py on InvertedPendulum-v4, 2 seeds x 1024 steps in batches of 256",
