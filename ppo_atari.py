@@ -48,7 +48,8 @@ class Args:
     wandb_project_name: str = "ppo-paper"
     """the wandb project (the entity is your default, or WANDB_ENTITY)"""
     capture_video: bool = False
-    """record games of env 0 as the agent sees them (84x84 grayscale) to runs/{run_name}/videos"""
+    """training: record games of env 0 as the agent sees them (84x84 grayscale) to runs/{run_name}/videos. With
+    --eval-checkpoint: record the first game as the emulator draws it (210x160, in colour) to videos/{file}.mp4"""
     save_model: bool = False
     """write runs/{run_name}/checkpoint.pt every --save-interval iterations and at the end (Ctrl-C always saves)"""
     save_interval: int = 10
@@ -57,9 +58,13 @@ class Args:
     """continue the run saved in this checkpoint with its flags: the learner exactly (weights, optimizer, RNG, step),
     in new games (ale-py cannot save its emulators)"""
     eval_checkpoint: Optional[str] = None
-    """instead of training, play this checkpoint's policy (sampled from π, seeded: the same mean every time)"""
+    """instead of training, play the policy of this file: a run's checkpoint.pt, or a trained policy of models/
+    (models/README.md). Sampled from π, seeded: the same mean every time"""
     eval_episodes: int = 10
-    """episodes for --eval-checkpoint"""
+    """games for --eval-checkpoint, played side by side; each score is a whole game's, over all its lives"""
+    eval_max_steps: Optional[int] = None
+    """stop each game of --eval-checkpoint after this many agent steps, for a quick look or a test: a game cut short
+    counts its score so far, and the printed line says how many were cut. None: play every game to its end"""
     eval_greedy: bool = False
     """evaluate the most probable action instead of a sample: off by default, since π is the policy PPO trained and
     the paper scored, and a greedy Atari policy can repeat itself until the 108,000-frame limit"""
@@ -330,6 +335,7 @@ def explained_variance(advantages: np.ndarray, values: np.ndarray) -> float:
 
 
 FRAME_SKIP = 4  # frames per agent step, max-pooled over the last two (Mnih et al. 2015, as the paper's Atari code)
+SCREEN = (210, 160)  # the Atari 2600's screen as ALE draws every game: rows, columns
 
 
 def atari_game(env_id: str) -> str:
@@ -358,17 +364,23 @@ def episode_frame_limit(args: Args) -> int:
     return (3 if atari_game(args.env_id) == "space_invaders" else 4) * 100_000
 
 
-def make_envs(args: Args, run_dir: str) -> AtariVectorEnv:
+def make_envs(args: Args, run_dir: str, screen: bool = False) -> AtariVectorEnv:
     """ale-py's vector env: preprocessing in C++ threads, about 3x faster than gymnasium's Python wrappers.
 
     A game over resets the game in the same step (SAME_STEP). Four of its options are traps for PPO, so they stay off
     and the script does their job itself: its episodic_life resets the whole game on a life loss, its life_loss_info
     marks a termination that no reset follows, its reward clipping would hide the game's score, and its time limit
     resets the game in the step that reaches it, reporting the new game's lives, which hides a life lost in that step.
+    screen=True: the same games (protocol, seeds, emulator), but each observation is the emulator's own screen after
+    the step, (1, 210, 160, 3) RGB, neither max-pooled, scaled nor grayed: for a video of what the agent played.
     """
+    if screen:  # at the screen's own size ale-py copies each pixel as the emulator drew it, without resampling
+        view = dict(maxpool=False, img_height=SCREEN[0], img_width=SCREEN[1], grayscale=False, stack_num=1)
+    else:
+        view = dict(maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4)
     return AtariVectorEnv(
         atari_game(args.env_id), args.num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-        noop_max=30, frameskip=FRAME_SKIP, maxpool=True, img_height=84, img_width=84, grayscale=True, stack_num=4,
+        noop_max=30, frameskip=FRAME_SKIP, **view,
         use_fire_reset=True, repeat_action_probability=sticky_actions(args),
         max_num_frames_per_episode=2**31 - 1,  # never reached: collect_rollout applies --max-episode-frames
         episodic_life=False, life_loss_info=False, reward_clipping=False, num_threads=args.env_threads,
@@ -738,12 +750,20 @@ def select_device(args: Args) -> torch.device:
 
 
 def load_checkpoint(path: str, flag: str) -> dict:
-    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    """A run's checkpoint, or a policy file of models/ (the weights, the flags and where they came from, as
+    models/README.md lists). Both hold only tensors and plain Python values, so they load with weights_only=True."""
+    script = os.path.basename(__file__)
     try:
         ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        trained_by = ckpt.get("script", script)  # a policy file names its script; a run's checkpoint is this one's
+    except Exception as e:  # missing, truncated, not a checkpoint: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
+    if trained_by != script:  # said before the flags are read, which another script's do not fit
+        fail(f"{flag} {path}: a policy of {trained_by}, not of {script}")
+    try:
         ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
         return ckpt
-    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
+    except Exception as e:
         fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
 
 
@@ -753,7 +773,11 @@ def load_resumable(path: str, argv: list[str]) -> dict:
     others = [arg.split("=")[0] for arg in argv if arg.startswith("--") and arg.split("=")[0] != "--resume"]
     if others:
         fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
-    return load_checkpoint(path, "--resume")
+    ckpt = load_checkpoint(path, "--resume")
+    if "optimizer" not in ckpt:  # a policy file keeps what acting needs, not what learning does
+        fail(f"--resume {path}: a trained policy (weights only: no optimizer or RNG state) cannot be resumed; "
+             "play it with --eval-checkpoint")  # fmt: skip
+    return ckpt
 
 
 def open_run(args: Args, ckpt: Optional[dict]) -> tuple[str, SummaryWriter]:
@@ -831,26 +855,41 @@ def print_progress(iteration: int, num_iterations: int, global_step: int, sps: i
 
 
 def evaluate(args: Args) -> list:
-    """Play --eval-episodes games with a checkpoint's policy, one game per env, and print the mean score.
+    """Play --eval-episodes games with the policy of a checkpoint or of a models/ file, one game per env, and print
+    the mean score with its spread.
 
-    The actions are sampled from π, with a seeded generator, so that two evaluations of a checkpoint print the same
-    mean; --eval-greedy takes the most probable action instead. The games follow the checkpoint's protocol (sticky
-    actions, FIRE after a lost life, the time limit).
+    The games are training's: the envs of make_envs with the saved flags, so the policy acts on the very input it was
+    trained on (the same frame skip, max-pool, 84x84 grayscale resize, stack, no-op starts and FIRE on reset), and
+    each score is a whole game's, over all its lives, as the paper scored. A lost life ends nothing here: as in
+    training, the next action is FIRE (--fire-on-life-loss). The actions are sampled from π, with a seeded generator,
+    so that two evaluations print the same mean; --eval-greedy takes the most probable action instead.
+    --capture-video records game 0 as the emulator draws it: see ScreenRecorder.
     """
-    if args.eval_episodes <= 0:
-        fail(f"--eval-episodes must be positive, got {args.eval_episodes}")
+    for name in ("eval_episodes", "eval_max_steps"):
+        if getattr(args, name) is not None and not getattr(args, name) > 0:
+            fail(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
     ckpt = load_checkpoint(args.eval_checkpoint, "--eval-checkpoint")
     saved = replace(ckpt["args"], num_envs=args.eval_episodes)
     check_game(saved.env_id, f"--eval-checkpoint {args.eval_checkpoint}")
     envs = make_envs(saved, run_dir="")
     torch.set_num_threads(saved.torch_threads)
     agent = Agent(envs.single_action_space.n, network=saved.network)
-    agent.load_state_dict(ckpt["agent"])
-    obs, info = envs.reset(seed=saved.seed + 10_000)  # seeds the training runs never used
-    generator = torch.Generator().manual_seed(saved.seed + 10_000)  # the sampling's own RNG: the same games each time
+    try:
+        agent.load_state_dict(ckpt["agent"])
+    except Exception as e:  # flags that build another network than the weights': --network, or another game's actions
+        fail(
+            f"--eval-checkpoint {args.eval_checkpoint}: its weights do not fit the network its flags build "
+            f"(--network {saved.network}, {envs.single_action_space.n} actions of {saved.env_id}) ({describe(e)})"
+        )
+    seed = saved.seed + 10_000  # seeds the training runs never used
+    obs, info = envs.reset(seed=seed)
+    generator = torch.Generator().manual_seed(seed)  # the sampling's own RNG: the same games each time
+    if args.capture_video:  # game 0, to videos/ under the file's own name: models/breakout.pt → videos/breakout.mp4
+        video_path = os.path.join("videos", os.path.splitext(os.path.basename(args.eval_checkpoint))[0] + ".mp4")
+        recorder = ScreenRecorder(saved, seed, video_path)
     fire, lives, serve = fire_action(envs), info["lives"].copy(), np.zeros(args.eval_episodes, dtype=bool)
     scores, lengths = np.zeros(args.eval_episodes), np.zeros(args.eval_episodes)
-    finished = np.zeros(args.eval_episodes, dtype=bool)
+    finished, cut = np.zeros(args.eval_episodes, dtype=bool), np.zeros(args.eval_episodes, dtype=bool)
     while not finished.all():
         with torch.inference_mode():
             logits, _ = agent(torch.from_numpy(obs))
@@ -859,14 +898,57 @@ def evaluate(args: Args) -> list:
         actions = logits.argmax(-1).numpy()
         actions[serve] = fire
         obs, reward, terminated, _, info = envs.step(actions)
+        if args.capture_video and not finished[0]:
+            recorder.step(actions[0], reward[0], terminated[0], info["lives"][0])
         scores += reward * ~finished
         lengths += 1
         serve = (info["lives"] < lives) & ~terminated & saved.fire_on_life_loss & (fire >= 0)
         lives = info["lives"].copy()
-        finished |= terminated | (lengths * FRAME_SKIP >= episode_frame_limit(saved))
+        over = terminated | (lengths * FRAME_SKIP >= episode_frame_limit(saved))
+        if args.eval_max_steps is not None:
+            cut |= ~finished & ~over & (lengths >= args.eval_max_steps)
+        finished |= over | cut
+        if args.capture_video and finished[0] and recorder.steps == lengths[0]:  # game 0 ended in this step
+            recorder.close()
+            print(f"video of game 0 (score {scores[0]:.0f}, {recorder.steps} steps): {video_path}", flush=True)
     mean, std, kind = scores.mean(), scores.std(), "greedy" if args.eval_greedy else "sampled"
-    print(f"eval {saved.env_id} ({kind}): mean return {mean:.2f} +- {std:.2f} over {len(scores)} games")
+    cut_note = f" ({cut.sum()} cut short at --eval-max-steps {args.eval_max_steps}: scores so far)" if cut.any() else ""
+    print(f"eval {saved.env_id} ({kind}): mean return {mean:.2f} +- {std:.2f} over {len(scores)} games{cut_note}")
     return scores.tolist()
+
+
+class ScreenRecorder:
+    """A video of game 0 of make_envs(args) reset with `seed`, in colour and at the screen's own size: step() takes,
+    step by step, the action env 0 took and what env 0 reported (reward, game over, lives).
+
+    The frames come from a second emulator (make_envs with screen=True): the same ROM, protocol and seed, given the
+    same actions, plays the same game frame for frame, and its reward, game over and lives are checked against env 0's
+    at every step. What remains different from what the agent saw: each frame is the last of the step's four, where
+    the agent's is the max of the last two, and unscaled RGB, where the agent's is 84x84 grayscale. 15 frames a second,
+    one per step: the game's own speed (60 Hz over a frame skip of 4).
+    """
+
+    def __init__(self, args: Args, seed: int, path: str):
+        import imageio.v2 as imageio  # imageio and its ffmpeg come with moviepy; imported only when recording
+
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        self.env = make_envs(replace(args, num_envs=1, env_threads=1), run_dir="", screen=True)
+        frame, _ = self.env.reset(seed=seed)
+        # macro_block_size 1: the default, 16, would pad the 210 rows to 224; 210 and 160 are even, as yuv420p needs
+        self.writer = imageio.get_writer(path, fps=60 // FRAME_SKIP, macro_block_size=1)
+        self.writer.append_data(frame[0, -1])
+        self.steps = 0
+
+    def step(self, action: int, reward: float, game_over: bool, lives: int) -> None:
+        frame, screen_reward, screen_over, _, info = self.env.step(np.array([action]))
+        self.steps += 1
+        if (screen_reward[0], screen_over[0], info["lives"][0]) != (reward, game_over, lives):
+            sys.exit(f"error: at step {self.steps} the recording emulator is no longer in the game scored; no video")
+        self.writer.append_data(info["final_obs"][0, -1] if screen_over[0] else frame[0, -1])
+
+    def close(self) -> None:
+        self.writer.close()
+        self.env.close()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""The trained policies of models/ (benchmark/zoo.py): each loads from anywhere with weights_only=True, holds its
+float32 weights, its flags and where it came from and nothing to resume with, plays in ppo_atari.py's evaluation and
+is filmed there in colour at the screen's size; a file that does not fit is refused in one line."""
+
+import csv
+import glob
+import json
+import os
+import shutil
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+import tyro
+
+import ppo_atari
+from benchmark import zoo
+from tests.helpers import ROOT, assert_one_line_error, one_torch_thread  # noqa: F401 (autouse fixture)
+
+POLICIES = sorted(glob.glob(os.path.join(ROOT, "models", "*.pt")))
+BREAKOUT = os.path.join(ROOT, "models", "breakout.pt")
+KEYS = {"script", "args", "agent", "global_step", "run", "table", "commit", "script_sha256", "training_score", "score"}
+
+
+def test_there_is_a_policy_for_each_atari_game_of_the_results_table():
+    with open(os.path.join(ROOT, "benchmark", "results", "atari.csv"), newline="") as f:
+        games = {row["env_id"] for row in csv.DictReader(f)}
+    held = {torch.load(path, weights_only=True)["args"]["env_id"] for path in POLICIES}
+    assert games <= held, games - held
+
+
+@pytest.mark.parametrize("path", POLICIES, ids=[os.path.basename(p) for p in POLICIES])
+def test_a_policy_file_loads_anywhere_with_weights_only_and_holds_what_acting_needs(tmp_path, path):
+    shutil.copy(path, tmp_path / "policy.pt")  # no path of the repo inside it matters
+    policy = torch.load(tmp_path / "policy.pt", weights_only=True, map_location="cpu")
+    assert set(policy) == KEYS  # no optimizer, RNG or env state
+    weights = sum(t.numel() * t.element_size() for t in policy["agent"].values())
+    assert all(t.dtype == torch.float32 for t in policy["agent"].values())
+    assert os.path.getsize(tmp_path / "policy.pt") < weights + 32 * 1024  # the weights, and a few kB of the rest
+    flags = ppo_atari.Args(**policy["args"])
+    agent = ppo_atari.Agent(policy["agent"]["actor.bias"].numel(), network=flags.network)
+    agent.load_state_dict(policy["agent"])  # strict: every weight of the network its flags build, and no other
+    # provenance: the finished run's row of the results table, at the run's last step
+    with open(os.path.join(ROOT, policy["table"]), newline="") as f:
+        (row,) = [r for r in csv.DictReader(f) if r["name"] == policy["run"]]
+    assert json.loads(row["args"]) == policy["args"] and row["script"] == policy["script"] == "ppo_atari.py"
+    assert (row["commit"], row["script_sha256"]) == (policy["commit"], policy["script_sha256"])
+    batch = flags.num_envs * flags.num_steps
+    assert policy["global_step"] == flags.total_timesteps // batch * batch
+    rel = os.path.relpath(path, ROOT)
+    assert policy["score"]["command"] == f"python ppo_atari.py --eval-checkpoint {rel} --eval-episodes 30"
+    with open(os.path.join(ROOT, "models", "README.md")) as f:  # the table shows the score the file records
+        assert f"{policy['score']['mean']:.2f} ± {policy['score']['std']:.2f}" in f.read()
+
+
+def test_a_policy_file_plays_and_films_the_colour_screen_not_the_networks_input(tmp_path, monkeypatch, capsys):
+    import imageio.v2 as imageio
+
+    shutil.copy(BREAKOUT, tmp_path / "breakout.pt")
+    monkeypatch.chdir(tmp_path)
+    flags = ["--eval-episodes", "1", "--eval-max-steps", "40", "--capture-video"]
+    assert main(capsys, "--eval-checkpoint", "breakout.pt", *flags).returncode == 0
+    assert "over 1 games (1 cut short at --eval-max-steps 40" in capsys.readouterr().out
+    frames = [frame for frame in imageio.get_reader(tmp_path / "videos" / "breakout.mp4")]  # nframes: inf
+    assert len(frames) == 41  # the screen after the reset, then one per step
+    assert {frame.shape for frame in frames} == {(210, 160, 3)}  # the Atari's screen, not 84x84
+    # colour: Breakout's rows of bricks are red, orange, yellow, green and blue, so the channels differ
+    last = frames[-1].astype(int)
+    assert np.abs(last[..., 0] - last[..., 2]).mean() > 5 and np.abs(last[..., 1] - last[..., 2]).mean() > 5
+    assert not np.array_equal(frames[1], frames[-1])  # a game in play, not one frame
+
+
+def main(capsys, *flags: str) -> SimpleNamespace:
+    """`python ppo_atari.py flags` for --eval-checkpoint or --resume, as its main runs them, in this process (a new
+    interpreter's imports take seconds): the exit code and what went to stderr."""
+    args = tyro.cli(ppo_atari.Args, args=list(flags))
+    try:
+        ppo_atari.load_resumable(args.resume, list(flags)) if args.resume else ppo_atari.evaluate(args)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    print(out, end="")  # back to the captured stdout, for the caller to read
+    return SimpleNamespace(returncode=code, stderr=err)
+
+
+def edited(tmp_path, **changes) -> str:
+    """models/breakout.pt with its flags or its script changed."""
+    policy = torch.load(BREAKOUT, weights_only=True)
+    policy["script"] = changes.pop("script", policy["script"])
+    policy["args"].update(changes)
+    torch.save(policy, tmp_path / "edited.pt")
+    return "edited.pt"
+
+
+def truncated(tmp_path) -> str:
+    with open(BREAKOUT, "rb") as f:
+        (tmp_path / "truncated.pt").write_bytes(f.read()[: os.path.getsize(BREAKOUT) // 2])
+    return "truncated.pt"
+
+
+def other_scripts(tmp_path) -> str:
+    """A run checkpoint of a MuJoCo script: its own flags, its own network."""
+    args = {"env_id": "Hopper-v4", "num_envs": 1, "num_steps": 2048, "norm_obs": True}
+    torch.save({"args": args, "agent": {"actor_mean.0.weight": torch.zeros(64, 11)}}, tmp_path / "hopper.pt")
+    return "hopper.pt"
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [(lambda tmp: edited(tmp, script="trpo.py"), ["a policy of trpo.py, not of ppo_atari.py"]),
+     (truncated, ["truncated.pt", "cannot load checkpoint"]),
+     (other_scripts, ["hopper.pt", "cannot load checkpoint"]),
+     (lambda tmp: edited(tmp, network="a3c"), ["do not fit", "--network a3c"]),
+     (lambda tmp: edited(tmp, env_id="PongNoFrameskip-v4"), ["do not fit", "6 actions of PongNoFrameskip-v4"])],
+    ids=["another-script", "truncated", "another-scripts-checkpoint", "another-network", "another-game"],
+)  # fmt: skip
+def test_a_file_that_does_not_fit_gets_one_line_and_exit_code_2(tmp_path, monkeypatch, capsys, make, words):
+    monkeypatch.chdir(tmp_path)
+    path = make(tmp_path)
+    proc = main(capsys, "--eval-checkpoint", path, "--eval-episodes", "1", "--eval-max-steps", "1")
+    assert_one_line_error(proc, "--eval-checkpoint", *words)
+
+
+def test_a_policy_file_cannot_be_resumed(capsys):
+    assert_one_line_error(main(capsys, "--resume", BREAKOUT), "--resume", "cannot be resumed", "--eval-checkpoint")
+
+
+def test_export_keeps_weights_flags_and_the_runs_row_and_refuses_a_checkpoint_before_the_end(tmp_path):
+    args = vars(ppo_atari.Args(total_timesteps=2048, network="a3c"))  # 2 iterations of 8 x 128 steps; a small CNN
+    agent = ppo_atari.Agent(4, orthogonal=False, network="a3c")
+    ckpt = {"args": args, "global_step": 2048, "iteration": 2, "kl_beta": 1.0, "agent": agent.state_dict(),
+            "optimizer": {"state": {}, "param_groups": []}, "torch_rng": torch.get_rng_state()}  # fmt: skip
+    torch.save(ckpt, tmp_path / "checkpoint.pt")
+    row = {"name": "run-a", "script": "ppo_atari.py", "score": "12.5", "commit": "c" * 40, "script_sha256": "s" * 64}
+    with open(tmp_path / "grid.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, [*row, "args"])
+        writer.writeheader()
+        writer.writerow({**row, "name": "run-b", "args": json.dumps({**args, "seed": 2})})  # another run's flags
+        writer.writerow({**row, "args": json.dumps(args)})
+    zoo.export(zoo.Export(str(tmp_path / "checkpoint.pt"), str(tmp_path / "p.pt"), (str(tmp_path / "grid.csv"),)))
+    policy = torch.load(tmp_path / "p.pt", weights_only=True)
+    assert set(policy) == KEYS - {"score"} and policy["args"] == args and policy["training_score"] == 12.5
+    assert (policy["run"], policy["commit"], policy["global_step"]) == ("run-a", "c" * 40, 2048)
+    assert all(torch.equal(policy["agent"][k], v) for k, v in agent.state_dict().items())
+    torch.save({**ckpt, "iteration": 1}, tmp_path / "checkpoint.pt")  # not the policy the table scored
+    with pytest.raises(SystemExit) as stopped:
+        zoo.export(zoo.Export(str(tmp_path / "checkpoint.pt"), str(tmp_path / "q.pt"), (str(tmp_path / "grid.csv"),)))
+    assert stopped.value.code == 2 and not os.path.exists(tmp_path / "q.pt")
