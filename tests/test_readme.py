@@ -38,7 +38,7 @@ def top_level(script: str) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("other", ["trpo.py", "reinforce_baseline.py"])
+@pytest.mark.parametrize("other", ["trpo.py", "reinforce_baseline.py", "ppo_humanoid.py"])
 def test_the_readmes_diff_count_is_the_diffs(other):
     claim = re.search(rf"`diff ppo_continuous\.py {re.escape(other)}` has ([\d,]+) changed lines", readme())
     assert claim, f"the README gives no diff count for {other}"
@@ -60,3 +60,13 @@ def test_the_functions_the_readme_says_scripts_share_are_the_same_in_each(claim,
     for name in names:
         assert all(name in s for s in sources), f"{name} is not in every one of {scripts}"
         assert all(s[name] == sources[0][name] for s in sources), f"{name} differs between {scripts}"
+
+
+def test_ppo_humanoid_differs_from_its_parent_only_where_the_readme_says():
+    # a variant script diffs cleanly against its parent: the functions the README names differ, every other is the same
+    found = re.search(r"of the functions both have, (.*?) differ where these reach them", readme())
+    assert found, "the README does not say which functions of ppo_humanoid.py differ from ppo_continuous.py's"
+    named = set(re.findall(r"`(\w+)`", found.group(1)))
+    parent, variant = top_level("ppo_continuous.py"), top_level("ppo_humanoid.py")
+    assert set(parent) <= set(variant), set(parent) - set(variant)
+    assert {name for name in parent if parent[name] != variant[name]} == named
