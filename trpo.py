@@ -648,12 +648,20 @@ def validate(args: Args) -> None:
 
 
 def load_checkpoint(path: str, flag: str) -> dict:
-    """Checkpoints hold only tensors and plain Python values, so they load with weights_only=True."""
+    """A run's checkpoint, or a policy file of models/ (the weights, the flags and where they came from, as
+    models/README.md lists). Both hold only tensors and plain Python values, so they load with weights_only=True."""
+    script = os.path.basename(__file__)
     try:
         ckpt = torch.load(path, weights_only=True, map_location="cpu")
+        trained_by = ckpt.get("script", script)  # a policy file names its script; a run's checkpoint is this one's
+    except Exception as e:  # missing, truncated, not a checkpoint: all the same to the user
+        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
+    if trained_by != script:  # said before the flags are read, which another script's do not fit
+        fail(f"{flag} {path}: a policy of {trained_by}, not of {script}")
+    try:
         ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
         return ckpt
-    except Exception as e:  # missing, truncated, not a checkpoint, not this script's: all the same to the user
+    except Exception as e:
         fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
 
 
@@ -665,6 +673,8 @@ def load_resumable(path: str, argv: list[str]) -> dict:
     if others:
         fail(f"--resume continues the saved run with its saved flags; drop {' '.join(others)} (or start a new run)")
     ckpt = load_checkpoint(path, "--resume")
+    if "optimizer" not in ckpt:  # a policy file keeps what acting needs, not what learning does
+        fail(f"--resume {path}: a policy file (weights and flags) cannot continue a run; --eval-checkpoint plays it")
     if not all(name in ckpt for name in CARRIED):  # written by a version of this script that kept other arrays
         fail(f"--resume {path}: the checkpoint lacks the rollout's carried arrays ({', '.join(CARRIED)}): it comes "
              "from an older version of this script; start a new run (--eval-checkpoint still works)")  # fmt: skip
