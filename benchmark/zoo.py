@@ -24,8 +24,9 @@ import tyro
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What each script's policy needs to act, besides its flags: the keys of its checkpoint a policy file keeps
-ACTS = {"ppo_atari.py": ("agent",)}
-EVAL_LINE = re.compile(r"mean return (\S+) \+- (\S+) over (\d+) games$", re.MULTILINE)
+# (the MuJoCo policy normalizes its observations by the statistics it trained with)
+ACTS = {"ppo_atari.py": ("agent",), "ppo_continuous.py": ("agent", "obs_rms")}
+EVAL_LINE = re.compile(r"mean return (\S+) \+- (\S+) over (\d+) (?:games|episodes)", re.MULTILINE)
 
 
 def fail(message: str) -> None:
@@ -88,7 +89,10 @@ def export(cmd: Export) -> None:
         "script": row["script"],
         "args": flags,
         # clone: each tensor on a storage of its own size, so the file holds the float32 weights and nothing more
-        **{key: {name: t.clone() for name, t in ckpt[key].items()} for key in ACTS[row["script"]]},
+        **{
+            key: {name: t.clone() if torch.is_tensor(t) else t for name, t in ckpt[key].items()}
+            for key in ACTS[row["script"]]
+        },
         "global_step": ckpt["global_step"],
         "run": row["name"],
         "table": os.path.relpath(table, ROOT),
@@ -135,6 +139,10 @@ class Table:
     """policy files, e.g. models/*.pt"""
 
 
+def size_text(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+
+
 def table(cmd: Table) -> None:
     print("| task | file | trained by | score | watch it |")
     print("|-|-|-|-|-|")
@@ -142,8 +150,9 @@ def table(cmd: Table) -> None:
         p = load(path)
         flags, rel = p["args"], os.path.relpath(os.path.abspath(path), ROOT)
         s = p.get("score")
-        measured = f"**{s['mean']:.2f} ± {s['std']:.2f}** over {s['games']} games (`{s['command']}`)" if s else "-"
-        print(f"| {flags['env_id']} | `{rel}` ({os.path.getsize(path) / 1e6:.1f} MB) | `{p['script']}` seed "
+        games = "games" if "atari" in p["script"] else "episodes"
+        measured = f"**{s['mean']:.2f} ± {s['std']:.2f}** over {s['games']} {games} (`{s['command']}`)" if s else "-"
+        print(f"| {flags['env_id']} | `{rel}` ({size_text(os.path.getsize(path))}) | `{p['script']}` seed "
               f"{flags['seed']}, {p['global_step']:,} steps, commit {p['commit'][:7]} (`{p['table']}`: last-100 "
               f"training return {p['training_score']:.1f}) | {measured} | `python {p['script']} --eval-checkpoint "
               f"{rel} --capture-video` |")  # fmt: skip

@@ -1,9 +1,11 @@
 """The trained policies of models/ (benchmark/zoo.py): each loads from anywhere with weights_only=True, holds its
-float32 weights, its flags and where it came from and nothing to resume with, plays in ppo_atari.py's evaluation and
-is filmed there in colour at the screen's size; a file that does not fit is refused in one line."""
+float32 weights, its flags and where it came from and nothing to resume with, plays in its script's evaluation and
+is filmed there in colour (the Atari screen at its size, the MuJoCo scene); a file that does not fit is refused in
+one line."""
 
 import csv
 import glob
+import importlib
 import json
 import os
 import shutil
@@ -16,40 +18,54 @@ import tyro
 
 import ppo_atari
 from benchmark import zoo
-from tests.helpers import ROOT, assert_one_line_error, one_torch_thread  # noqa: F401 (autouse fixture)
+from benchmark.presets import MUJOCO_TASKS
+from tests.helpers import ROOT, assert_one_line_error, one_torch_thread, run_script  # noqa: F401 (autouse fixture)
 
 POLICIES = sorted(glob.glob(os.path.join(ROOT, "models", "*.pt")))
 BREAKOUT = os.path.join(ROOT, "models", "breakout.pt")
 KEYS = {"script", "args", "agent", "global_step", "run", "table", "commit", "script_sha256", "training_score", "score"}
 
 
-def test_there_is_a_policy_for_each_atari_game_of_the_results_table():
+REACHER = os.path.join(ROOT, "models", "reacher.pt")
+
+
+def test_there_is_a_policy_for_each_atari_game_of_the_results_table_and_each_mujoco_task_of_table_1():
     with open(os.path.join(ROOT, "benchmark", "results", "atari.csv"), newline="") as f:
         games = {row["env_id"] for row in csv.DictReader(f)}
     held = {torch.load(path, weights_only=True)["args"]["env_id"] for path in POLICIES}
-    assert games <= held, games - held
+    assert games | set(MUJOCO_TASKS) <= held, (games | set(MUJOCO_TASKS)) - held
+
+
+def network(policy: dict):
+    """The network the policy's flags build, with the file's weights loaded strictly: every weight, no other."""
+    module = importlib.import_module(policy["script"][: -len(".py")])
+    flags, weights = module.Args(**policy["args"]), policy["agent"]
+    if policy["script"] == "ppo_atari.py":
+        agent = module.Agent(weights["actor.bias"].numel(), network=flags.network)
+    else:  # the MuJoCo policy: observation and action sizes from its first layer and its log-std
+        agent = module.Agent(weights["actor_mean.0.weight"].shape[1], weights["actor_logstd"].numel())
+    agent.load_state_dict(weights)
+    return flags
 
 
 @pytest.mark.parametrize("path", POLICIES, ids=[os.path.basename(p) for p in POLICIES])
 def test_a_policy_file_loads_anywhere_with_weights_only_and_holds_what_acting_needs(tmp_path, path):
     shutil.copy(path, tmp_path / "policy.pt")  # no path of the repo inside it matters
     policy = torch.load(tmp_path / "policy.pt", weights_only=True, map_location="cpu")
-    assert set(policy) == KEYS  # no optimizer, RNG or env state
+    assert set(policy) == KEYS | set(zoo.ACTS[policy["script"]])  # no optimizer, RNG or env state
     weights = sum(t.numel() * t.element_size() for t in policy["agent"].values())
     assert all(t.dtype == torch.float32 for t in policy["agent"].values())
     assert os.path.getsize(tmp_path / "policy.pt") < weights + 32 * 1024  # the weights, and a few kB of the rest
-    flags = ppo_atari.Args(**policy["args"])
-    agent = ppo_atari.Agent(policy["agent"]["actor.bias"].numel(), network=flags.network)
-    agent.load_state_dict(policy["agent"])  # strict: every weight of the network its flags build, and no other
+    flags = network(policy)
     # provenance: the finished run's row of the results table, at the run's last step
     with open(os.path.join(ROOT, policy["table"]), newline="") as f:
         (row,) = [r for r in csv.DictReader(f) if r["name"] == policy["run"]]
-    assert json.loads(row["args"]) == policy["args"] and row["script"] == policy["script"] == "ppo_atari.py"
+    assert json.loads(row["args"]) == policy["args"] and row["script"] == policy["script"]
     assert (row["commit"], row["script_sha256"]) == (policy["commit"], policy["script_sha256"])
     batch = flags.num_envs * flags.num_steps
     assert policy["global_step"] == flags.total_timesteps // batch * batch
     rel = os.path.relpath(path, ROOT)
-    assert policy["score"]["command"] == f"python ppo_atari.py --eval-checkpoint {rel} --eval-episodes 30"
+    assert policy["score"]["command"] == f"python {policy['script']} --eval-checkpoint {rel} --eval-episodes 30"
     with open(os.path.join(ROOT, "models", "README.md")) as f:  # the table shows the score the file records
         assert f"{policy['score']['mean']:.2f} ± {policy['score']['std']:.2f}" in f.read()
 
@@ -148,3 +164,30 @@ def test_export_keeps_weights_flags_and_the_runs_row_and_refuses_a_checkpoint_be
     with pytest.raises(SystemExit) as stopped:
         zoo.export(zoo.Export(str(tmp_path / "checkpoint.pt"), str(tmp_path / "q.pt"), (str(tmp_path / "grid.csv"),)))
     assert stopped.value.code == 2 and not os.path.exists(tmp_path / "q.pt")
+
+
+def test_a_mujoco_policy_file_plays_and_films_the_scene(tmp_path):
+    # Reacher's episodes are 50 steps: the policy file plays from another folder, scores near its recorded score, and
+    # the video is the rendered scene in colour
+    import imageio.v3 as iio
+
+    shutil.copy(REACHER, tmp_path / "reacher.pt")
+    proc = run_script("ppo_continuous.py", "--eval-checkpoint", "reacher.pt", "--eval-episodes", "2", "--capture-video",
+                      cwd=tmp_path, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    recorded = torch.load(REACHER, weights_only=True)["score"]
+    assert float(proc.stdout.split("mean return")[1].split()[0]) > recorded["mean"] - 3 * recorded["std"] - 1
+    (video, *_) = sorted(glob.glob(os.path.join(tmp_path, proc.stdout.split("videos: ")[1].strip(), "*.mp4")))
+    frames = iio.imread(video)
+    assert frames.shape == (51, 480, 480, 3)  # the scene after the reset, then one frame per step
+    assert (abs(frames[..., 0].astype(int) - frames[..., 2]) > 40).any(axis=(1, 2)).all()  # colour in every frame
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [(["--eval-checkpoint", BREAKOUT], ["a policy of ppo_atari.py, not of ppo_continuous.py"]),
+     (["--resume", REACHER], ["--resume", "a policy file", "cannot continue a run", "--eval-checkpoint"])],
+    ids=["another-scripts-policy", "resume"],
+)  # fmt: skip
+def test_a_mujoco_script_refuses_what_it_cannot_use_in_one_line(tmp_path, argv, words):
+    assert_one_line_error(run_script("ppo_continuous.py", *argv, cwd=tmp_path, timeout=120), *words)
