@@ -70,3 +70,14 @@ def test_ppo_humanoid_differs_from_its_parent_only_where_the_readme_says():
     parent, variant = top_level("ppo_continuous.py"), top_level("ppo_humanoid.py")
     assert set(parent) <= set(variant), set(parent) - set(variant)
     assert {name for name in parent if parent[name] != variant[name]} == named
+
+
+def test_the_readmes_first_two_commands_train_and_test():
+    # CI (.ci/run) runs the README's second fenced command as the test command, and a newcomer's check runs the first
+    # two in fresh venvs: both must install what they need, and the second must be the test suite
+    text = open(os.path.join(ROOT, "README.md")).read()
+    blocks = re.findall(r"```(?:bash|sh|shell|console)?\n(.*?)```", text, re.S)
+    commands = [c for c in (line.strip().lstrip("$ ").strip() for b in blocks for line in b.splitlines()) if c]
+    commands = [c for c in commands if not c.startswith("#")]
+    assert commands[0].startswith("pip install -r requirements.txt && python ") and "--env-id" in commands[0]
+    assert commands[1].startswith("pip install -r requirements.txt") and commands[1].endswith("python -m pytest")
