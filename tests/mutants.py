@@ -166,6 +166,8 @@ BREAKS = [
           "ppo_humanoid: stepsize grows when KL is too large"),
     Break("ppo_humanoid.py", "agent.actor_logstd.fill_(", "agent.actor_logstd.add_(0 * ",
           "ppo_humanoid: the log-std is never annealed"),
+    Break("ppo_humanoid.py", "torch.set_num_threads(args.update_threads)", "torch.set_num_threads(1)",
+          "ppo_humanoid: the update on one thread whatever --update-threads says"),
     *(Break(script, "getattr(data, name)[...] = value.numpy()", "pass",
             f"{script[:-3]}: a resume recomputes what the last step left (Humanoid's reward moves)")
       for script in (*MUJOCO_SCRIPTS, "ppo_humanoid.py")),
@@ -191,6 +193,7 @@ FAST_TESTS = [
     "tests/test_humanoid.py::test_logstd_is_set_by_the_linear_anneal_not_learned",
     "tests/test_humanoid.py::test_a_restored_env_steps_as_the_saved_one",
     "tests/test_humanoid.py::test_one_or_two_workers_give_the_same_run",
+    "tests/test_humanoid.py::test_the_update_runs_on_update_threads_and_the_rollout_on_one",
     "tests/test_atari_protocol.py::test_the_frame_limit_follows_the_id_and_the_flag_overrides",
     "tests/test_atari_protocol.py::test_the_rollout_truncates_at_the_ids_limit",
     "tests/test_atari.py::test_the_a3c_network_is_the_one_section_6_4_names",

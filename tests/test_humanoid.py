@@ -99,6 +99,56 @@ def test_logstd_is_set_by_the_linear_anneal_not_learned():
     assert logstd.shape == mean.shape == (3, 17)
 
 
+def test_an_update_on_two_threads_repeats_bit_for_bit():
+    # --update-threads: an update at Table 4's sizes (256-128 networks, minibatches of 4096, 2 of them here) on two
+    # torch threads gives the same weights each time it runs from the same state, as a run's repeatability needs
+    args = ppo_humanoid.Args(num_envs=16, update_epochs=2)  # a batch of 8192
+    torch.manual_seed(0)
+    batch = {"obs": torch.randn(8192, 44), "actions": torch.randn(8192, 17), "advantages": torch.randn(8192),
+             "values": torch.randn(8192), "returns": torch.randn(8192)}  # fmt: skip
+    start = ppo_humanoid.Agent(44, 17)
+    with torch.no_grad():
+        batch["means"], batch["logstds"] = start.get_policy(batch["obs"])
+    batch["logprobs"] = ppo_humanoid.gaussian_log_prob(batch["actions"], batch["means"], batch["logstds"])
+    threads, weights = torch.get_num_threads(), []
+    try:
+        torch.set_num_threads(2)
+        for _ in range(2):
+            agent = ppo_humanoid.Agent(44, 17)
+            agent.load_state_dict(start.state_dict())
+            optimizer = torch.optim.Adam(agent.parameters(), lr=3e-4, eps=1e-5, fused=True)
+            torch.manual_seed(1)  # the minibatches' shuffle
+            ppo_humanoid.update(agent, optimizer, batch, 1.0, args)
+            weights.append(agent.state_dict())
+    finally:
+        torch.set_num_threads(threads)
+    assert not torch.equal(weights[0]["actor_mean.0.weight"], start.state_dict()["actor_mean.0.weight"])  # it moved
+    for key, value in weights[0].items():
+        assert torch.equal(value, weights[1][key]), key
+
+
+def test_the_update_runs_on_update_threads_and_the_rollout_on_one(tmp_path, monkeypatch):
+    # the workers use the cores while the rollout runs; the update has them to itself
+    seen = {}
+
+    def spy(name):
+        real = getattr(ppo_humanoid, name)
+        monkeypatch.setattr(ppo_humanoid, name, lambda *a, **k: seen.setdefault(name, set()).add(
+            torch.get_num_threads()) or real(*a, **k))  # fmt: skip
+
+    spy("update")
+    spy("collect_rollout")
+    monkeypatch.chdir(tmp_path)
+    args = ppo_humanoid.Args(env_id="tests.test_humanoid:FlagrunShort-v0", num_envs=4, num_steps=64,
+                             minibatch_size=128, total_timesteps=512, num_workers=1, update_threads=2)  # fmt: skip
+    threads = torch.get_num_threads()
+    try:
+        ppo_humanoid.train(args)
+    finally:
+        torch.set_num_threads(threads)
+    assert seen == {"update": {2}, "collect_rollout": {1}}
+
+
 @pytest.mark.parametrize("script", ["ppo_humanoid", "ppo_continuous", "trpo", "reinforce_baseline", "cem"])
 @pytest.mark.parametrize("env_id", ["Humanoid-v4", "Ant-v4", "humanoid_flagrun:HumanoidFlagrunHarder-v0"])
 def test_a_restored_env_steps_as_the_saved_one(tmp_path, env_id, script):
@@ -213,6 +263,7 @@ def test_capture_video_films_env_0_in_its_worker(tmp_path):
     "flags, flag_named",
     [
         (["--num-workers", "0"], "--num-workers"),
+        (["--update-threads", "0"], "--update-threads"),
         (["--anneal-lr"], "--anneal-lr"),
         (["--lr-kl-target", "0"], "--lr-kl-target"),
         (["--hidden-sizes", "64", "0"], "--hidden-sizes"),
