@@ -266,6 +266,23 @@ PRESETS = {
         [1, 2, 3],
         10_000_000,
     ),
+    # Issue #48: Breakout with CleanRL's three settings where they differ from Table 5 (CleanRL's ppo_atari.py:
+    # update_epochs = 4; vf_coef = 0.5 on 0.5 * (V - V_targ)^2, which is 0.25 on the paper's L^VF; clip_coef 0.1 with
+    # no annealing, as its anneal_lr anneals only the learning rate), everything else Table 5 as in "atari"
+    "atari-cleanrl": Preset(
+        "Breakout with CleanRL's settings (4 epochs, c1 = 0.25 on L^VF, constant ε = 0.1), seeds 1 and 2, 10M steps",
+        [
+            Method(
+                "ppo_atari.py",
+                "cleanrl",
+                "--update-epochs 4 --vf-coef 0.25 --no-anneal-clip",
+                "PPO, CleanRL's settings",
+            )
+        ],
+        ["BreakoutNoFrameskip-v4"],
+        [1, 2],
+        10_000_000,
+    ),
     # §6.3 (Figure 4): ppo_humanoid.py with Table 4 on Roboschool's three humanoid tasks, rebuilt on MuJoCo by
     # humanoid_flagrun.py, one seed each as the paper's figure shows; and on gymnasium's Humanoid-v4, the task users
     # know, to set beside public numbers (shared/reference/targets.md). Figure 4's lengths: 50M running, 100M flagrun

@@ -88,6 +88,11 @@ def test_presets_build_the_papers_grids():
     assert {r.name for r in figure3 if r.script == "ppo_continuous.py"} < {r.name for r in table1}
     atari = runner.build_grid(runner.Args(preset="atari", dry_run=True))
     assert {r.total_timesteps for r in atari} == {10_000_000} and "BreakoutNoFrameskip-v4" in {r.env_id for r in atari}
+    # CleanRL's settings on Breakout (issue #48): the three flags where CleanRL's ppo_atari.py differs from Table 5
+    cleanrl = runner.build_grid(runner.Args(preset="atari-cleanrl", dry_run=True))
+    assert [(r.env_id, r.seed, r.total_timesteps) for r in cleanrl] == [("BreakoutNoFrameskip-v4", s, 10_000_000)
+                                                                        for s in (1, 2)]  # fmt: skip
+    assert cleanrl[0].flags()[-5:] == ["--update-epochs", "4", "--vf-coef", "0.25", "--no-anneal-clip"]
     # scale knobs; --tags picks methods of the preset; a fork runs the settings of the preset's first script
     small = runner.build_grid(runner.Args(preset="table1", scripts=["my_ppo.py"], env_ids=["Hopper-v4"], seeds=[7],
                                           total_timesteps=5000, tags=["none", "clip-0.2"], dry_run=True))  # fmt: skip
