@@ -5,6 +5,8 @@
     python -m benchmark.report --measure-random               # once: a uniform-random policy's return on each task
     python -m benchmark.report benchmark/results/table1-ppo1.csv --anchors benchmark/results/table1.csv
     python -m benchmark.report benchmark/results/atari.csv    # Table 6's games beside the paper, CleanRL and ppo2
+    python -m benchmark.report benchmark/results/humanoid-run.csv benchmark/results/humanoid-flagrun.csv \
+        benchmark/results/humanoid-v4.csv   # several tables, one report: Figure 4's four tasks in one figure
 
 The input is what benchmark/run.py commits: {grid}.csv, one row per finished run, and {grid}_curves.csv, about 100
 points of each run's learning curve. Nothing else is read, so anyone can rebuild every table and plot from them.
@@ -44,6 +46,12 @@ flags, at one length (total timesteps): runs of different lengths are never aver
   ppo2's published scores, wall time and SPS; and a verdict, at 10M steps only: at, above or below the paper's PPO,
   by how much, read by the 95% t-interval of our mean with two seeds or more, by CleanRL's seed-to-seed std with one.
   figure3.png draws the paper's and CleanRL's final scores as reference lines.
+- Figure 4 (§6.3), for a table whose runs are all on Figure 4's tasks (the humanoid-run, humanoid-flagrun and
+  humanoid-v4 presets): per run its task, seed, steps, score, wall time, SPS and the command that trained it; a run
+  shorter than its preset's length is marked incomplete and gets no verdict. On Humanoid-v4 alone, public numbers
+  (CleanRL's PPO at 1M steps, Sample Factory's APPO at 10M) beside ours; the paper gives Roboschool's three tasks as a
+  plot only, so those are compared as plots. figure4.png: a panel per task, a line per run.
+- Several tables (the last command above): their runs in one report, by default in a folder named after all of them.
 - Provenance: the commits and script versions the runs came from; the report says so when one table mixes them.
 """
 
@@ -51,6 +59,7 @@ import csv
 import json
 import os
 import re
+import shlex
 import sys
 import time
 import warnings
@@ -66,6 +75,7 @@ import scipy.stats  # noqa: E402
 import tyro  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from benchmark import run as runner  # noqa: E402
 from benchmark.presets import MUJOCO_TASKS, PPO1_DETAILS, PRESETS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,14 +123,30 @@ ATARI_PAPER, ATARI_STEPS = "paper PPO, Table 6", 10_000_000  # Table 6: 40M fram
 TABLE1_SCRIPT = "ppo_continuous.py"
 CLAIMED_BEST = "clip-0.2"  # §6.1: clipping with ε = 0.2 scores best; Figure 3's PPO is this setting
 KL_GROUPS = ("adaptive KL", "fixed KL")
+# §6.3's Figure 4, in the paper's order: Roboschool's three humanoid tasks (rebuilt on MuJoCo by humanoid_flagrun.py,
+# whose env ids carry a "humanoid_flagrun:" prefix), then gymnasium's Humanoid-v4, the task users know
+FIGURE4_TASKS = ("HumanoidRun-v0", "HumanoidFlagrun-v0", "HumanoidFlagrunHarder-v0", "Humanoid-v4")
+# Public returns of PPO-family code on Humanoid-v4, the one Figure 4 task with published numbers (the paper draws its
+# Roboschool tasks as curves only): (source, env steps, mean, std). CleanRL's published benchmark of
+# ppo_continuous_action.py on gymnasium's v4 tasks (its PPO docs' table, tag pr-424: 716.11 ± 49.08 at 1M steps, mean
+# ± std over its seeds); Sample Factory 2.0's published MuJoCo results for APPO (its mujoco_humanoid model card:
+# 5439.48 ± 1314.24 after 10M env steps, mean ± std over the evaluation episodes of one trained policy)
+HUMANOID_V4_PUBLIC = (
+    ("CleanRL ppo_continuous_action", 1_000_000, 716.11, 49.08),
+    ("Sample Factory APPO", 10_000_000, 5439.48, 1314.24),
+)
 
 
 @dataclass
 class Args:
     table: tyro.conf.Positional[str] = os.path.join(ROOT, "benchmark", "results", "table1.csv")
     """a results table of benchmark/run.py ({grid}.csv, its curves beside it), or a RESULTS_DIR with results.csv"""
+    more_tables: tyro.conf.Positional[list[str]] = field(default_factory=list)
+    """more results tables, for one report of all their runs (Figure 4's grids: humanoid-run, humanoid-flagrun,
+    humanoid-v4)"""
     out: Optional[str] = None
-    """where the report goes (default: beside the table, in a folder named after it)"""
+    """where the report goes (default: beside the table, in a folder named after it; of several tables, named after
+    all of them, joined by +)"""
     random_returns: str = RANDOM_RETURNS
     """the random policy's return per task, the 0 of the normalized score (written by --measure-random)"""
     reference_lines: bool = True
@@ -206,10 +232,12 @@ def task_name(env_id: str) -> str:
 
 
 def read_table(path: str) -> tuple[list[dict], dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """The rows of a results table (typed), and the curve of each run from the curves file beside it."""
+    """The rows of a results table (typed), and the curve of each run from the curves file beside it. Each row's grid
+    is the table's name: a preset's, when the table is one, whose length a run is held to."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     for row in rows:
+        row["grid"] = os.path.splitext(os.path.basename(path))[0]
         row["seed"], row["total_timesteps"], row["score"] = (
             int(row["seed"]),
             int(row["total_timesteps"]),
@@ -909,9 +937,10 @@ def returns_table(summary: dict) -> list[str]:
 
 
 def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], variants: tuple = (),
-             loo: tuple = ()) -> str:  # fmt: skip
+             loo: tuple = (), figure4: Optional[list[str]] = None) -> str:  # fmt: skip
     """report.md: Table 1 first, then Table 1's settings with other details (variant_sections, with --anchors), the
-    returns per task (Figure 3), the plots, and the notes on provenance."""
+    returns per task (Figure 3, or figure4: figure4_section's lines in its place), the plots, and the notes on
+    provenance."""
     made = f"Made {time.strftime('%Y-%m-%d %H:%M')} by `python -m benchmark.report {source}`."
     lines = [f"# Benchmark report: {source}", "", f"{made} Score of a run: the mean return of its last 100 episodes"
              f" (§6.1). {len(rows)} runs.", ""]  # fmt: skip
@@ -942,7 +971,8 @@ def markdown(summary: dict, rows: list[dict], source: str, plots: list[str], var
     for section in loo:
         lines += leave_one_out_markdown(section)
 
-    lines += atari_section(summary, rows) + returns_table(summary) + figure3_claim(summary)
+    lines += atari_section(summary, rows) + (returns_table(summary) if figure4 is None else figure4)
+    lines += figure3_claim(summary)
     if plots:
         lines += ["## Plots", ""] + [f"![{os.path.splitext(p)[0]}]({p})" for p in plots] + [""]
     lines += ["## Provenance and notes", ""] + [f"- {n}" for n in summary["notes"]] + [""]
@@ -958,10 +988,7 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
     methods = sorted({r["method"] for r in rows if not r["method"].superseded}, key=method_order)
     lengths = {m.total_timesteps for m in methods}
     colors = dict(zip(methods, plt.get_cmap("tab10" if len(methods) <= 10 else "tab20").colors * 2))
-    columns = min(4, len(env_ids) + 1)
-    panels = -(-(len(env_ids) + 1) // columns)  # one spare panel holds the legend
-    fig, axes = plt.subplots(panels, columns, figsize=(4 * columns, 3.2 * panels), squeeze=False)
-    axes = axes.ravel()
+    fig, axes = panel_grid(len(env_ids))
     for ax, env_id in zip(axes, env_ids):
         for method in methods:
             runs = [r for r in rows if r["env_id"] == env_id and r["method"] == method and r["name"] in curves]
@@ -979,25 +1006,167 @@ def plot_figure3(summary: dict, rows: list[dict], curves: dict, path: str, refer
         reference = REFERENCE.get(task_name(env_id), {}) if references else {}
         for name, style in zip([n for n in REFERENCE_LINES if n in reference], ("--", ":")):
             ax.axhline(reference[name], color="gray", linestyle=style, linewidth=1, label=name)
-        ax.set_title(env_id, fontsize=10)
+    finish_panels(fig, axes, env_ids, path, "environment steps", "Learning curves: mean over seeds (thick), each seed"
+                  " (thin)")  # fmt: skip
+
+
+def panel_grid(tasks: int) -> tuple:
+    """Figure 3's layout, Figure 4's too: a panel per task, up to 4 a row, and one spare panel for the legend."""
+    columns = min(4, tasks + 1)
+    panels = -(-(tasks + 1) // columns)
+    fig, axes = plt.subplots(panels, columns, figsize=(4 * columns, 3.2 * panels), squeeze=False)
+    return fig, axes.ravel()
+
+
+def finish_panels(fig, axes, titles: list[str], path: str, xlabel: str, title: str) -> None:
+    """Title and style the task panels of panel_grid, gather their legends into the spare panel (one entry per label,
+    the seed counts " (n=...)" left out), and save the figure."""
+    for ax, name in zip(axes, titles):
+        ax.set_title(name, fontsize=10)
         ax.grid(alpha=0.3)
         ax.tick_params(labelsize=7)
         ax.xaxis.get_offset_text().set_fontsize(7)
     handles = {}
-    for ax in axes[: len(env_ids)]:
+    for ax in axes[: len(titles)]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label.split(" (n=")[0], handle)
-    legend_ax = axes[len(env_ids)]
+    legend_ax = axes[len(titles)]
     legend_ax.axis("off")
     legend_ax.legend(list(handles.values()), list(handles), loc="center", fontsize=8, frameon=False)
-    for ax in axes[len(env_ids) + 1 :]:
+    for ax in axes[len(titles) + 1 :]:
         ax.axis("off")
-    fig.supxlabel("environment steps")
+    fig.supxlabel(xlabel)
     fig.supylabel("return (mean of last 100 episodes)", fontsize=10)  # fits the height of a single row of panels
-    fig.suptitle("Learning curves: mean over seeds (thick), each seed (thin)")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
+
+
+def figure4_task(env_id: str) -> Optional[str]:
+    """humanoid_flagrun:HumanoidRun-v0 -> HumanoidRun-v0: the name of a Figure 4 task, None for any other task."""
+    name = env_id.split(":")[-1]
+    return name if name in FIGURE4_TASKS else None
+
+
+def shortfall(r: dict) -> Optional[str]:
+    """ "incomplete: 2M of 50M steps" for a run shorter than its preset asks (read_table's grid), else None: of a
+    table of no preset's nothing is known to be short."""
+    preset = PRESETS.get(r.get("grid", ""))
+    length = preset.total_timesteps if preset else None
+    if length and r["total_timesteps"] < length:
+        return f"incomplete: {steps_text(r['total_timesteps'])} of {steps_text(length)} steps"
+    return None
+
+
+def run_command(r: dict) -> str:
+    """The command that trained a run: its script with the flags benchmark/run.py gives a fresh start of it."""
+    run = runner.Run(r["name"], r["script"], r["script"], r["env_id"], r["seed"], r["tag"], r["method"].label,
+                     r["flags"], r["total_timesteps"])  # fmt: skip
+    return shlex.join(["python", r["script"], *run.flags()])
+
+
+def figure4_runs(rows: list[dict]) -> list[dict]:
+    """The runs on Figure 4's tasks, in the paper's order of tasks, then by method and seed."""
+    runs = [r for r in rows if figure4_task(r["env_id"])]
+    return sorted(runs, key=lambda r: (FIGURE4_TASKS.index(figure4_task(r["env_id"])), method_order(r["method"]),
+                                       r["seed"]))  # fmt: skip
+
+
+def public_verdict(r: dict, curve: Optional[tuple], source: str, steps: int, mean_: float, std: float) -> str:
+    """One run on Humanoid-v4 against a public number at its step count: our score there (the run's own at its
+    length; read off its curve, the mean of the last 100 episodes then, at a shorter count), at when within the public
+    ± std, above or below beyond it. One seed against a published spread: a yardstick, not a test."""
+    theirs = f"{source}'s {mean_:.0f} ± {std:.0f} at {steps_text(steps)} steps"
+    if steps == r["total_timesteps"]:
+        ours, at = r["score"], ""
+    elif steps < r["total_timesteps"] and curve is not None and (curve[0] <= steps).any():
+        step = int(curve[0][curve[0] <= steps][-1])
+        ours, at = float(curve[1][curve[0] <= steps][-1]), f" (its curve at {steps_text(step)} steps)"
+    else:
+        return f"against {theirs}: none, the run has no return at that step count"
+    diff = ours - mean_
+    if abs(diff) <= std:
+        return f"{fmt(ours)}{at}, **at** {theirs}: within its ± std"
+    return f"{fmt(ours)}{at}, **{'above' if diff > 0 else 'below'}** {theirs} by {abs(diff):.0f}, beyond its ± std"
+
+
+def figure4_section(rows: list[dict], curves: dict) -> list[str]:
+    """Figure 4 as numbers: a row per run with its steps against its preset's, score, wall time, SPS and the command
+    that trained it; on Humanoid-v4, the public numbers beside it and a verdict against each (public_verdict), none
+    from an incomplete run. Roboschool's tasks have a plot in the paper and no number: no verdict, a pointer to it."""
+    runs = figure4_runs(rows)
+    on_v4 = [r for r in runs if figure4_task(r["env_id"]) == "Humanoid-v4"]
+    public = "; ".join(f"{x}, {steps_text(n)} steps: {m:.0f} ± {sd:.0f}" for x, n, m, sd in HUMANOID_V4_PUBLIC)
+    lines = ["## Figure 4: humanoid running and steering (§6.3)", "",
+             "Per run: the steps it was run for and its grid's length (the preset's), its score (the mean return of"
+             " its last 100 episodes, as every run here), wall time (hours, all attempts of the run) and SPS (steps"
+             " over that wall time), and the command that trained it (benchmark/run.py starts it in the run's folder)."
+             " A run shorter than its grid's length is marked incomplete: its numbers are shown, no verdict is drawn"
+             " from it.", "",
+             "| task | method | seed | steps | grid's length | score (last 100) | wall (h) | SPS | public numbers |"
+             " command |", "|-|-|-|-|-|-|-|-|-|-|"]  # fmt: skip
+    for r in runs:
+        short, preset = shortfall(r), PRESETS.get(r["grid"])
+        length = steps_text(preset.total_timesteps) if preset and preset.total_timesteps else "–"
+        cells = [figure4_task(r["env_id"]), r["method"].label, str(r["seed"]),
+                 steps_text(r["total_timesteps"]) + (f" ({short})" if short else ""), length, fmt(r["score"]),
+                 fmt(r["wall_s"] / 3600, 2) if r["wall_s"] else "–", fmt(r["sps"], 0) if r["sps"] else "–",
+                 public if figure4_task(r["env_id"]) == "Humanoid-v4" else "", f"`{run_command(r)}`"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    missing = [
+        f"{e.split(':')[-1]} ({grid})"
+        for grid in sorted({r["grid"] for r in runs})
+        if grid in PRESETS
+        for e in PRESETS[grid].env_ids
+        if not any(r["grid"] == grid and r["env_id"] == e for r in runs)
+    ]
+    lines += [f"Tasks of these grids with no finished run yet: {', '.join(missing)}.", ""] if missing else []
+    if on_v4:
+        lines += ["Humanoid-v4 against public numbers: CleanRL's published benchmark of ppo_continuous_action (mean ±"
+                  " std over its seeds) and Sample Factory's published MuJoCo results for APPO (mean ± std over the"
+                  " evaluation episodes of one trained policy). Each run is one seed against a published spread: a"
+                  " yardstick, not a test.", ""]  # fmt: skip
+        for r in on_v4:
+            name = f"- Humanoid-v4, {r['method'].label}, seed {r['seed']}, {steps_text(r['total_timesteps'])} steps"
+            if shortfall(r):
+                lines.append(f"{name}: no verdict: {shortfall(r)}.")
+                continue
+            readings = [public_verdict(r, curves.get(r["name"]), *p) for p in HUMANOID_V4_PUBLIC]
+            lines.append(f"{name}: " + "; ".join(readings) + ".")
+        lines.append("")
+    roboschool = [t for t in FIGURE4_TASKS if t != "Humanoid-v4" and any(figure4_task(r["env_id"]) == t for r in runs)]
+    if roboschool:
+        lines += [f"{', '.join(roboschool)}: the paper's Figure 4 gives Roboschool's tasks as a plot only (running to"
+                  " 50M steps, the flag tasks to 100M), with no number to set beside ours, and these tasks are rebuilt"
+                  " on MuJoCo here (humanoid_flagrun.py): compare figure4.png with the paper's Figure 4 as a plot.",
+                  ""]  # fmt: skip
+    return lines
+
+
+def plot_figure4(rows: list[dict], curves: dict, path: str) -> None:
+    """The paper's Figure 4: a panel per task in its order, a line per run (the mean of the last 100 episodes at each
+    point, the curve figure3.png draws) against environment steps in millions; on Humanoid-v4 the public numbers as
+    points with their ± std at their step counts. A run shorter than its preset asks says so in the legend."""
+    runs = [r for r in figure4_runs(rows) if r["name"] in curves]
+    tasks = list(dict.fromkeys(figure4_task(r["env_id"]) for r in runs))
+    keys = sorted({(r["method"], r["seed"]) for r in runs}, key=lambda k: (method_order(k[0]), k[1]))
+    colors = dict(zip(keys, plt.get_cmap("tab10").colors * len(keys)))
+    fig, axes = panel_grid(len(tasks))
+    for ax, task in zip(axes, tasks):
+        for r in (r for r in runs if figure4_task(r["env_id"]) == task):
+            short = shortfall(r)
+            label = f"{r['method'].label}, {steps_text(r['total_timesteps'])} steps, seed {r['seed']}"
+            steps, returns = curves[r["name"]]
+            ax.plot(steps / 1e6, returns, color=colors[(r["method"], r["seed"])], linewidth=1.2,
+                    label=label + (f", {short}" if short else ""))  # fmt: skip
+        if task == "Humanoid-v4":
+            for (source, steps, m, sd), marker in zip(HUMANOID_V4_PUBLIC, "os"):
+                ax.errorbar(steps / 1e6, m, yerr=sd, fmt=marker, color="black", capsize=4, markersize=5,
+                            label=f"{source}, {steps_text(steps)} steps (± std)")  # fmt: skip
+    finish_panels(fig, axes, tasks, path, "environment steps (millions)", "Figure 4: each run's learning curve; on"
+                  " Humanoid-v4 the public numbers")  # fmt: skip
 
 
 def plot_table1(table: dict, path: str) -> None:
@@ -1088,8 +1257,13 @@ def main(args: Args) -> None:
         print(f"written: {args.random_returns}")
         return
 
-    path = os.path.join(args.table, "results.csv") if os.path.isdir(args.table) else args.table
-    rows, curves = open_table(path)
+    paths = [os.path.join(t, "results.csv") if os.path.isdir(t) else t for t in (args.table, *args.more_tables)]
+    rows, curves = [], {}
+    for table_path in paths:  # a run in two of the tables (run.py copies runs between grids) counts once
+        table_rows, table_curves = open_table(table_path)
+        rows += [r for r in table_rows if r["name"] not in {x["name"] for x in rows}]
+        curves = {**table_curves, **curves}
+    path = paths[0]
     anchor_rows = open_table(args.anchors)[0] if args.anchors else None  # before any output, as a bad table fails
     if args.anchors and not anchor_rows:
         fail(f"{args.anchors}: no finished runs to take Table 1's 0 and 1 from")
@@ -1097,11 +1271,12 @@ def main(args: Args) -> None:
         rows = [r for r in rows if r["seed"] in args.seeds]
     if not rows:
         fail(f"{path}: no finished runs" + (f" of seeds {args.seeds}" if args.seeds else ""))
-    out = args.out or path[: -len(".csv")]
+    grids = [os.path.splitext(os.path.basename(p))[0] for p in paths]
+    out = args.out or os.path.join(os.path.dirname(path), "+".join(grids))
     os.makedirs(out, exist_ok=True)
     random_returns = load_random_returns(args.random_returns)
     summary = summarize(rows, random_returns, args.resamples, args.seed)
-    sizes = grid_sizes(path, args.seeds)  # the runs each method's grid asks for, when the table is a preset's
+    sizes = {k: n for p in paths for k, n in grid_sizes(p, args.seeds).items()}  # what each preset's grid asks
     variants, loo = [], []
     if args.anchors and any(r["method"].variant for r in rows):
         # the anchors are the main Table 1 whole: --seeds picks this table's runs, not the scale they are scored on
@@ -1117,13 +1292,19 @@ def main(args: Args) -> None:
         name = "table1.png" if len(summary["table1"]) == 1 else f"table1_{steps_text(table['total_timesteps'])}.png"
         plot_table1(table, os.path.join(out, name))
         plots.append(name)
+    figure4 = all(figure4_task(r["env_id"]) for r in rows)  # Figure 4's tasks alone: its figure, not Figure 3's
     if curves:
-        plot_figure3(summary, rows, curves, os.path.join(out, "figure3.png"), args.reference_lines, sizes)
-        plots.append("figure3.png")
-    source = shown(path) + (f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else "")
+        name = "figure4.png" if figure4 else "figure3.png"
+        if figure4:
+            plot_figure4(rows, curves, os.path.join(out, name))
+        else:
+            plot_figure3(summary, rows, curves, os.path.join(out, name), args.reference_lines, sizes)
+        plots.append(name)
+    source = " ".join(shown(p) for p in paths) + (f" --seeds {' '.join(map(str, args.seeds))}" if args.seeds else "")
     source += f" --anchors {shown(args.anchors)}" if args.anchors else ""
     source += f" --full {shown(args.full)}" if args.full else ""
-    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots, variants, loo))
+    section = figure4_section(rows, curves) if figure4 else None
+    write_text(os.path.join(out, "report.md"), markdown(summary, rows, source, plots, variants, loo, section))
     print(f"{len(rows)} runs on {len(summary['tasks'])} tasks; written: {os.path.join(out, 'report.md')} and"
           f" {len(plots)} plots")  # fmt: skip
 

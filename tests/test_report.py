@@ -538,3 +538,88 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
                             full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
     text = (tmp_path / "out" / "report.md").read_text()
     assert "No single detail's removal moves the score beyond the noise; the pair to test next" in text
+
+
+def humanoid_row(grid: str, env_id: str, score: float, steps: int, seed: int = 1, **extra) -> dict:
+    """A run of a humanoid preset's grid (§6.3), under the preset's tag, flags and label."""
+    (method,) = presets.PRESETS[grid].methods
+    r = row(method.tag, env_id, seed, score, script=method.script, flags=method.flags, steps=steps)
+    return {**r, "label": method.label, **extra}
+
+
+def test_figure4_per_run_with_public_numbers_on_humanoid_v4_alone(tmp_path, monkeypatch):
+    run, flag, harder = (f"humanoid_flagrun:Humanoid{t}-v0" for t in ("Run", "Flagrun", "FlagrunHarder"))
+    tables = {
+        "humanoid-run": [humanoid_row("humanoid-run", run, 2500.0, 50_000_000)],
+        # the flag grid's Harder run stopped at 20M of Figure 4's 100M: incomplete
+        "humanoid-flagrun": [humanoid_row("humanoid-flagrun", flag, 1200.0, 100_000_000),
+                             humanoid_row("humanoid-flagrun", harder, 300.0, 20_000_000)],
+        # seed 1 at the preset's 10M, its curve 600 at 1M (rising linearly); seed 2 short at 2M
+        "humanoid-v4": [humanoid_row("humanoid-v4", "Humanoid-v4", 6000.0, 10_000_000, wall_s=12_960, sps=771.6),
+                        humanoid_row("humanoid-v4", "Humanoid-v4", 400.0, 2_000_000, seed=2)],
+    }  # fmt: skip
+    for grid, rows in tables.items():
+        write_table(str(tmp_path / f"{grid}.csv"), rows)
+    paths = [str(tmp_path / f"{grid}.csv") for grid in tables]
+    proc = subprocess.run([sys.executable, "-m", "benchmark.report", *paths, "--resamples", "100"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = tmp_path / "humanoid-run+humanoid-flagrun+humanoid-v4"
+    assert (out / "figure4.png").stat().st_size > 10_000 and not (out / "figure3.png").exists()
+    text = (out / "report.md").read_text()
+    lines = {}
+    for line in text.splitlines():
+        if line.startswith("| Humanoid"):
+            lines.setdefault(line.split(" | ")[0][2:], []).append(line)
+    public = "CleanRL ppo_continuous_action, 1M steps: 716 ± 49; Sample Factory APPO, 10M steps: 5439 ± 1314"
+    (line,) = lines["HumanoidRun-v0"]
+    assert line.startswith("| HumanoidRun-v0 | PPO, Table 4, 32 actors | 1 | 50M | 50M | 2500.0 | – | – |  | `python")
+    assert f"`python ppo_humanoid.py --env-id {run} --seed 1 --total-timesteps 50000000 --save-model`" in line
+    (line,) = lines["HumanoidFlagrun-v0"]
+    assert "| 1 | 100M | 100M | 1200.0 |" in line and "incomplete" not in line
+    (line,) = lines["HumanoidFlagrunHarder-v0"]
+    assert "| 1 | 20M (incomplete: 20M of 100M steps) | 100M | 300.0 |" in line
+    assert "--total-timesteps 20000000 --save-model --num-envs 128`" in line
+    short, full = lines["Humanoid-v4"]  # shorter runs first
+    v4 = "| Humanoid-v4 | PPO, Table 4, 32 actors |"
+    assert full.startswith(f"{v4} 1 | 10M | 10M | 6000.0 | 3.60 | 772 | {public} |")
+    assert short.startswith(f"{v4} 2 | 2M (incomplete: 2M of 10M steps) | 10M | 400.0 | – | – | {public} |")
+    assert sum("716 ± 49" in line for line in text.splitlines() if line.startswith("|")) == 2
+    # verdicts on the full run alone: 6000 within APPO's ± 1314 at 10M; its curve's 600 at 1M below CleanRL's 716
+    assert "- Humanoid-v4, PPO, Table 4, 32 actors, seed 1, 10M steps: 600.0 (its curve at 1M steps), **below**" \
+           " CleanRL ppo_continuous_action's 716 ± 49 at 1M steps by 116, beyond its ± std; 6000.0, **at** Sample" \
+           " Factory APPO's 5439 ± 1314 at 10M steps: within its ± std." in text  # fmt: skip
+    assert "- Humanoid-v4, PPO, Table 4, 32 actors, seed 2, 2M steps: no verdict: incomplete: 2M of 10M steps." in text
+    assert "compare figure4.png with the paper's Figure 4 as a plot" in text
+    assert "Returns per task (Figure 3)" not in text
+
+    # one grid without Humanoid-v4, into its own folder: no public number anywhere, a pointer to the paper's plot
+    report.main(report.Args(table=paths[1], resamples=100))
+    text = (tmp_path / "humanoid-flagrun" / "report.md").read_text()
+    assert (tmp_path / "humanoid-flagrun" / "figure4.png").exists()
+    assert "716" not in text and "5439" not in text and "CleanRL" not in text and "Sample Factory" not in text
+    assert "| HumanoidFlagrunHarder-v0 |" in text and "HumanoidRun-v0 |" not in text
+    assert "HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0: the paper's Figure 4 gives Roboschool's tasks" in text
+
+    # the figure: a line per run against millions of steps; the public points with their std on Humanoid-v4 alone
+    drawn, points = [], []
+    monkeypatch.setattr(report.plt.Axes, "plot", lambda ax, x, y, **kw: drawn.append((ax, max(x), kw["label"])))
+    monkeypatch.setattr(report.plt.Axes, "errorbar", lambda ax, x, y, **kw: points.append((ax, x, y, kw["yerr"])))
+    rows, curves = [], {}
+    for path in paths:
+        table_rows, table_curves = report.read_table(path)
+        rows, curves = rows + table_rows, {**curves, **table_curves}
+    report.plot_figure4(rows, curves, str(tmp_path / "f.png"))
+    assert [(x, label) for _, x, label in drawn] == [
+        (50.0, "PPO, Table 4, 32 actors, 50M steps, seed 1"),
+        (100.0, "PPO, Table 4, 128 actors, 100M steps, seed 1"),
+        (20.0, "PPO, Table 4, 128 actors, 20M steps, seed 1, incomplete: 20M of 100M steps"),
+        (2.0, "PPO, Table 4, 32 actors, 2M steps, seed 2, incomplete: 2M of 10M steps"),
+        (10.0, "PPO, Table 4, 32 actors, 10M steps, seed 1"),
+    ]
+    v4_axes = drawn[4][0]
+    assert [(ax is v4_axes, x, y, err) for ax, x, y, err in points] == [(True, 1.0, 716.11, 49.08),
+                                                                      (True, 10.0, 5439.48, 1314.24)]  # fmt: skip
+    points.clear()
+    report.plot_figure4([r for r in rows if r["env_id"] != "Humanoid-v4"], curves, str(tmp_path / "f.png"))
+    assert points == []
