@@ -841,7 +841,12 @@ def variant_claims(section: dict) -> list[str]:
                      f" {runs_text(anchor)}.")  # fmt: skip
     furthest = min(none["per_task"], key=none["per_task"].get) if none else None
     where = f" (here {furthest}, where it scores {none['per_task'][furthest]:.2f})" if furthest else ""
-    if prefix not in RERUNS:  # a rerun changes the script's version, not a set of details
+    left_out = prefix.removeprefix("ppo1-no-") if prefix.startswith("ppo1-no-") else None
+    if left_out:  # a leave-one-out prefix: ppo1's set but one detail, which the section below weighs
+        lines.append(f"- These runs have ppo1's details but {left_out} (ppo_continuous.py's default in its place): the"
+                     " section \"Leave one of ppo1's details out\" sets them against ppo1's full set, detail by"
+                     " detail.")  # fmt: skip
+    elif prefix not in RERUNS:  # a rerun changes the script's version, not a set of details
         lines.append(f"- These runs change all of {prefix}'s details at once, so they cannot say which single detail"
                      f" matters most. A leave-one-out grid would: {prefix}'s flag set minus one detail at a time, on no"
                      f" clipping and the task where it falls furthest{where}.")  # fmt: skip

@@ -531,6 +531,9 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
     (line,) = [x for x in text.splitlines() if x.startswith("**Verdict (no clipping or penalty).**")]
     assert "unclipped-actions on HalfCheetah-v4 (+1.20 [" in line and "unclipped-actions on Swimmer-v4" in line
     assert "normc on" not in line
+    # each leave-one-out prefix's own section says what its runs are, not that they change every detail at once
+    assert "These runs have ppo1's details but unclipped-actions (ppo_continuous.py's default in its place)" in text
+    assert "change all of ppo1-no-" not in text
     # with only the detail that moves nothing, no single detail explains it: the next pair is named
     write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]])
     report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
