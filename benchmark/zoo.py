@@ -5,6 +5,7 @@ table: the script, its commit and sha256), then the score the script's own evalu
     python -m benchmark.zoo export CHECKPOINT models/breakout.pt      # weights, flags, the run's table row
     python -m benchmark.zoo score models/breakout.pt --eval-episodes 30  # runs the evaluation, records it in the file
     python -m benchmark.zoo table models/*.pt                          # the rows of models/README.md's table
+    python -m benchmark.zoo strip CHECKPOINT --out strip.png            # Figure 5: a humanoid turns to a new flag
 
 A file keeps no optimizer, RNG or env state, so it can be watched (--eval-checkpoint) but not resumed, and it holds
 only tensors and plain Python values, so it loads with torch.load(path, weights_only=True).
@@ -13,19 +14,24 @@ only tensors and plain Python values, so it loads with torch.load(path, weights_
 import csv
 import glob
 import json
+import math
 import os
 import re
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Optional
 
+import numpy as np
 import torch
 import tyro
+from PIL import Image, ImageDraw, ImageFont  # Pillow: installed with matplotlib, which requirements.txt pins
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What each script's policy needs to act, besides its flags: the keys of its checkpoint a policy file keeps
 # (the MuJoCo policy normalizes its observations by the statistics it trained with)
 ACTS = {"ppo_atari.py": ("agent",), "ppo_continuous.py": ("agent", "obs_rms")}
+STRIP_GAP = 4  # white pixels between the frames of a strip
 EVAL_LINE = re.compile(r"mean return (\S+) \+- (\S+) over (\d+) (?:games|episodes)", re.MULTILINE)
 
 
@@ -158,6 +164,132 @@ def table(cmd: Table) -> None:
               f"{rel} --capture-video` |")  # fmt: skip
 
 
+@dataclass
+class Strip:
+    """Still frames of a ppo_humanoid.py policy turning towards a new flag, side by side in one PNG (the paper's
+    Figure 5): its deterministic policy plays its flag task until the flag moves (after 200 steps, or when reached),
+    and a frame is taken at the move and every --every steps after it, each labelled with its steps since the move;
+    the angle from the torso's heading to the flag is printed for each frame."""
+
+    policy: tyro.conf.Positional[str]
+    """a policy file or a run's checkpoint of ppo_humanoid.py, trained on HumanoidFlagrun-v0 or -Harder-v0"""
+    out: str = "strip.png"
+    """the PNG to write"""
+    frames: int = 8
+    """frames in the strip"""
+    every: int = 12
+    """steps between frames: 8 frames 12 steps apart span 84 steps of 0.0165 s, 1.4 s of a turn at a run (a policy
+    that turns more slowly needs a larger --every)"""
+    seed: Optional[int] = None
+    """the first episode's seed, then + 1 per episode (default: the seeds of the script's --eval-checkpoint)"""
+    episodes: int = 10
+    """episodes to try: one where the robot falls before a flag move and the frames after it is passed over"""
+    width: int = 300
+    """pixels per frame"""
+    height: int = 300
+    """pixels per frame"""
+
+
+def strip_frames(env, act, seed: int, cmd: Strip) -> Optional[list[dict]]:
+    """One episode's strip: a frame at the step where the flag moved and every cmd.every steps after it, until
+    cmd.frames are taken (a move within the strip starts it again, so one flag is followed); None when the robot
+    fell or the episode ended first."""
+    obs, info = env.reset(seed=seed)
+    flag, moved_at, taken, step = info["target"], None, [], 0
+    while len(taken) < cmd.frames:
+        obs, _, terminated, truncated, info = env.step(act(obs))
+        step += 1
+        if terminated:  # fell: no more frames of a running robot in this episode
+            return None
+        if not np.array_equal(info["target"], flag):  # the task's target is the flag: it moved in this step
+            before, flag, moved_at, taken = flag, info["target"], step, []
+        if moved_at is not None and (step - moved_at) % cmd.every == 0:
+            taken.append({"after_move": step - moved_at, "step": step, "seed": seed, "flag": flag, "before": before,
+                          # observation 1 and 2: sin and cos of the angle from the torso's yaw to the flag
+                          "angle": math.degrees(math.atan2(obs[1], obs[2])), "image": env.render()})  # fmt: skip
+        if truncated and len(taken) < cmd.frames:  # the time limit
+            return None
+    return taken
+
+
+def side_by_side(images: list, labels: list[str]):
+    """The frames left to right, STRIP_GAP white pixels apart, each with its label in its top left corner."""
+    height, width = images[0].shape[:2]
+    sheet = Image.new("RGB", (len(images) * (width + STRIP_GAP) - STRIP_GAP, height), "white")
+    font = ImageFont.load_default(size=max(8, height // 16))
+    for i, (image, label) in enumerate(zip(images, labels)):
+        panel = Image.fromarray(image)
+        # on the frame, which clips it: white on a black outline, readable on the sky and on the floor
+        ImageDraw.Draw(panel).text((4, 2), label, fill="white", font=font, stroke_width=2, stroke_fill="black")
+        sheet.paste(panel, (i * (width + STRIP_GAP), 0))
+    return sheet
+
+
+def strip(cmd: Strip) -> list[dict]:
+    """Write the strip to cmd.out and print each frame's angle to the flag; return the frames' records."""
+    # imported here: the other commands need neither the training script nor MuJoCo, whose imports take seconds
+    import humanoid_flagrun
+    import ppo_humanoid
+
+    for name in ("frames", "every", "episodes", "width", "height"):
+        if getattr(cmd, name) < 1:
+            fail(f"--{name} must be positive, got {getattr(cmd, name)}")
+    ckpt = ppo_humanoid.load_checkpoint(cmd.policy, "strip")  # another script's file, not a checkpoint: one line
+    saved = ckpt["args"]
+    env = ppo_humanoid.make_env_or_fail(saved.env_id, f"strip {cmd.policy}", render_mode="rgb_array",
+                                        width=cmd.width, height=cmd.height)  # fmt: skip
+    if not isinstance(env.unwrapped, humanoid_flagrun.HumanoidEnv) or env.unwrapped.task == "run":
+        fail(f"{cmd.policy}: a policy of {saved.env_id}, which has no flag to move; a strip needs a flag task of "
+             "humanoid_flagrun.py (HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0)")  # fmt: skip
+    # the policy as ppo_humanoid.py's evaluate() plays it: its network, the Gaussian's mean, the frozen statistics
+    agent = ppo_humanoid.Agent(env.observation_space.shape[0], env.action_space.shape[0],
+                               hidden_sizes=saved.hidden_sizes, activation=saved.activation)  # fmt: skip
+    obs_rms = ppo_humanoid.RunningMeanStd()
+    try:
+        agent.load_state_dict(ckpt["agent"])
+        obs_rms.load(ckpt["obs_rms"])
+    except Exception as e:
+        fail(f"{cmd.policy}: its weights do not fit {saved.env_id} ({ppo_humanoid.describe(e)})")
+
+    def act(obs):
+        with torch.inference_mode():
+            normalized = ppo_humanoid.normalize_obs(obs[None], obs_rms, saved, update=False)
+            mean, _ = agent.get_policy(torch.from_numpy(normalized))
+        return ppo_humanoid.env_actions(mean[0].numpy(), env.action_space, saved)
+
+    # The camera is the env's own render(): it follows the torso from 4 m behind it on the line to the flag (20° off
+    # it), so the robot is at the center and the flag ahead in view at any distance; at the move it swings round to
+    # the new flag, and the turn shows as the robot coming round to face away from the camera. The model's "track"
+    # camera looks along +y from 4 m to the side whatever the flag, so a flag behind it is out of view.
+    first = saved.seed + 10_000 if cmd.seed is None else cmd.seed
+    for seed in range(first, first + cmd.episodes):
+        taken = strip_frames(env, act, seed, cmd)
+        if taken:
+            break
+    else:
+        seeds, span = f"seeds {first}-{first + cmd.episodes - 1}", (cmd.frames - 1) * cmd.every
+        fail(f"{cmd.policy}: no episode of {cmd.episodes} ({seeds}) ran {span} steps after a flag move: the robot "
+             "fell, or the episode ended, first")  # fmt: skip
+    env.close()
+    start = taken[0]
+    print(
+        f"{saved.env_id}, seed {seed}: the flag moved at step {start['step']}, from "
+        f"({start['before'][0]:.1f}, {start['before'][1]:.1f}) to ({start['flag'][0]:.1f}, {start['flag'][1]:.1f})"
+    )
+    labels = []
+    for frame in taken:
+        when = f"+{frame['after_move']} steps ({frame['after_move'] * humanoid_flagrun.DT:.2f} s)"
+        print(f"  {when}: angle to the flag {frame['angle']:+6.1f}° (+ is to the left)")
+        labels.append(f"{when}\nflag {frame['angle']:+.0f}°")
+    try:
+        os.makedirs(os.path.dirname(cmd.out) or ".", exist_ok=True)
+        side_by_side([frame.pop("image") for frame in taken], labels).save(cmd.out, format="PNG")
+    except OSError as e:
+        fail(f"--out {cmd.out}: cannot write ({ppo_humanoid.describe(e)})")
+    print(cmd.out)
+    return taken
+
+
 if __name__ == "__main__":
-    command = tyro.cli(Export | Score | Table, description=__doc__)
-    {Export: export, Score: score, Table: table}[type(command)](command)
+    command = tyro.cli(Export | Score | Table | Strip, description=__doc__)
+    {Export: export, Score: score, Table: table, Strip: strip}[type(command)](command)

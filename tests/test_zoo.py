@@ -9,6 +9,8 @@ import importlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,10 +18,13 @@ import pytest
 import torch
 import tyro
 
+import humanoid_flagrun
 import ppo_atari
+import ppo_humanoid
 from benchmark import zoo
 from benchmark.presets import MUJOCO_TASKS
 from tests.helpers import ROOT, assert_one_line_error, one_torch_thread, run_script  # noqa: F401 (autouse fixture)
+from tests.test_humanoid_envs import needs_gl
 
 POLICIES = sorted(glob.glob(os.path.join(ROOT, "models", "*.pt")))
 BREAKOUT = os.path.join(ROOT, "models", "breakout.pt")
@@ -27,6 +32,7 @@ KEYS = {"script", "args", "agent", "global_step", "run", "table", "commit", "scr
 
 
 REACHER = os.path.join(ROOT, "models", "reacher.pt")
+HOPPER = os.path.join(ROOT, "models", "hopper.pt")
 
 
 def test_there_is_a_policy_for_each_atari_game_of_the_results_table_and_each_mujoco_task_of_table_1():
@@ -191,3 +197,75 @@ def test_a_mujoco_policy_file_plays_and_films_the_scene(tmp_path):
 )  # fmt: skip
 def test_a_mujoco_script_refuses_what_it_cannot_use_in_one_line(tmp_path, argv, words):
     assert_one_line_error(run_script("ppo_continuous.py", *argv, cwd=tmp_path, timeout=120), *words)
+
+
+def flagrun_policy(tmp_path, env_id: str = "humanoid_flagrun:HumanoidFlagrun-v0") -> str:
+    """An untrained policy file of ppo_humanoid.py: a small network, statistics that leave the observation as it is."""
+    args = ppo_humanoid.Args(env_id=env_id, hidden_sizes=(16,))
+    agent = ppo_humanoid.Agent(44, 17, hidden_sizes=(16,))
+    policy = {"script": "ppo_humanoid.py", "args": vars(args), "agent": agent.state_dict(),
+              "obs_rms": ppo_humanoid.RunningMeanStd((44,)).state()}  # fmt: skip
+    torch.save(policy, tmp_path / "flagrun.pt")
+    return str(tmp_path / "flagrun.pt")
+
+
+def strip(capsys, *words: str) -> SimpleNamespace:
+    """`python -m benchmark.zoo strip words` in this process: the exit code, stdout, stderr and the frames."""
+    frames, code = None, 0
+    try:
+        frames = zoo.strip(tyro.cli(zoo.Strip, args=list(words)))
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err, frames=frames)
+
+
+@needs_gl
+def test_strip_shows_the_frames_from_the_flag_move_side_by_side(tmp_path, monkeypatch, capsys):
+    # an untrained robot falls within about 40 steps: the flag moves after 20 here, not 200 (late enough for a strip
+    # that ignored the move to be full before it)
+    monkeypatch.setattr(humanoid_flagrun, "FLAG_TIMEOUT", 20)
+    out = tmp_path / "figures" / "strip.png"
+    proc = strip(capsys, flagrun_policy(tmp_path), "--out", str(out), "--frames", "3", "--every", "4",
+                 "--width", "64", "--height", "48")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    frames = proc.frames
+    # the timer counts reset's observation, so the flag moves in step 19; a frame there and every 4 steps after
+    assert [(f["after_move"], f["step"]) for f in frames] == [(0, 19), (4, 23), (8, 27)]
+    assert all(np.array_equal(f["flag"], frames[0]["flag"]) for f in frames)  # one flag throughout
+    assert not np.array_equal(frames[0]["flag"], frames[0]["before"])  # a new one
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == str(out) and "the flag moved at step 19" in lines[0]
+    for f, line in zip(frames, lines[1:-1]):
+        assert line.strip().startswith(f"+{f['after_move']} steps") and f"{f['angle']:+6.1f}°" in line
+    # three 64 x 48 frames, zoo.STRIP_GAP white columns apart, each a rendered scene, and the robot moves
+    from PIL import Image
+
+    with Image.open(out) as image:
+        assert image.format == "PNG" and image.mode == "RGB"
+        sheet = np.asarray(image).astype(int)
+    assert sheet.shape == (48, 3 * 64 + 2 * zoo.STRIP_GAP, 3)
+    panels = [sheet[:, i * (64 + zoo.STRIP_GAP) : i * (64 + zoo.STRIP_GAP) + 64] for i in range(3)]
+    assert (sheet[:, 64 : 64 + zoo.STRIP_GAP] == 255).all() and all(panel.std() > 5 for panel in panels)
+    assert np.abs(panels[0] - panels[2]).max() > 50
+
+
+@pytest.mark.parametrize(
+    "make, words",
+    [(lambda tmp: flagrun_policy(tmp, "humanoid_flagrun:HumanoidRun-v0"), ["HumanoidRun-v0", "no flag"]),
+     (lambda tmp: str(tmp / "missing.pt"), ["missing.pt", "cannot load checkpoint"]),
+     (flagrun_policy, ["no episode of 1", "ran 84 steps after a flag move", "fell"])],
+    ids=["running-task", "missing-file", "falls-before-the-flag-moves"],
+)  # fmt: skip
+def test_strip_refuses_what_it_cannot_film_in_one_line(tmp_path, capsys, make, words):
+    out = tmp_path / "strip.png"
+    proc = strip(capsys, make(tmp_path), "--out", str(out), "--episodes", "1", "--width", "64", "--height", "48")
+    assert_one_line_error(proc, *words)
+    assert not out.exists()
+
+
+def test_strip_refuses_a_hopper_policy_in_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "benchmark.zoo", "strip", HOPPER, "--out", str(tmp_path / "s.png")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert_one_line_error(proc, "hopper.pt", "a policy of ppo_continuous.py, not of ppo_humanoid.py")
+    assert not (tmp_path / "s.png").exists()
