@@ -30,7 +30,7 @@ from PIL import Image, ImageDraw, ImageFont  # Pillow: installed with matplotlib
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What each script's policy needs to act, besides its flags: the keys of its checkpoint a policy file keeps
 # (the MuJoCo policy normalizes its observations by the statistics it trained with)
-ACTS = {"ppo_atari.py": ("agent",), "ppo_continuous.py": ("agent", "obs_rms")}
+ACTS = {"ppo_atari.py": ("agent",), "ppo_continuous.py": ("agent", "obs_rms"), "ppo_humanoid.py": ("agent", "obs_rms")}
 STRIP_GAP = 4  # white pixels between the frames of a strip
 EVAL_LINE = re.compile(r"mean return (\S+) \+- (\S+) over (\d+) (?:games|episodes)", re.MULTILINE)
 
@@ -57,10 +57,11 @@ def save(policy: dict, path: str) -> None:
 def finished_row(args: dict, tables: list[str]) -> tuple[dict, str]:
     """The results-table row of the run whose flags are the checkpoint's: a row records the flags the run used (the
     checkpoint's, on resume, the path it resumed from included), so they name one run."""
+    as_recorded = json.loads(json.dumps(args))  # the table's JSON holds a tuple flag (--hidden-sizes) as a list
     for table in tables:
         with open(table, newline="") as f:
             for row in csv.DictReader(f):
-                if row.get("args") and json.loads(row["args"]) == args:
+                if row.get("args") and json.loads(row["args"]) == as_recorded:
                     return row, table
     names = ", ".join(os.path.relpath(t, ROOT) for t in tables)
     fail(f"no finished run in {names} has this checkpoint's flags: a policy file comes from a table's run")

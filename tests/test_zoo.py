@@ -189,6 +189,36 @@ def test_a_mujoco_policy_file_plays_and_films_the_scene(tmp_path):
     assert (abs(frames[..., 0].astype(int) - frames[..., 2]) > 40).any(axis=(1, 2)).all()  # colour in every frame
 
 
+def test_a_humanoid_run_exports_to_a_policy_file_that_plays(tmp_path):
+    # §6.3's policies go to models/ as the others do: the weights (the annealed log-std a buffer among them) and the
+    # observation statistics; ppo_humanoid.py plays the file from another folder
+    args = vars(ppo_humanoid.Args(env_id="humanoid_flagrun:HumanoidFlagrun-v0", total_timesteps=16384))  # 1 iteration
+    agent, obs_rms = ppo_humanoid.Agent(44, 17), ppo_humanoid.RunningMeanStd((44,))
+    agent.actor_logstd.fill_(-1.6)
+    ckpt = {"args": args, "global_step": 16384, "iteration": 1, "kl_beta": 1.0, "agent": agent.state_dict(),
+            "obs_rms": obs_rms.state(), "optimizer": {"state": {}, "param_groups": []}}  # fmt: skip
+    torch.save(ckpt, tmp_path / "checkpoint.pt")
+    row = {
+        "name": "run-h",
+        "script": "ppo_humanoid.py",
+        "score": "-40.0",
+        "commit": "c" * 40,
+        "script_sha256": "s" * 64,
+    }
+    with open(tmp_path / "grid.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, [*row, "args"])
+        writer.writeheader()
+        writer.writerow({**row, "args": json.dumps(args)})
+    os.makedirs(tmp_path / "elsewhere")
+    zoo.export(zoo.Export(str(tmp_path / "checkpoint.pt"), str(tmp_path / "elsewhere" / "h.pt"),
+                          (str(tmp_path / "grid.csv"),)))  # fmt: skip
+    policy = torch.load(tmp_path / "elsewhere" / "h.pt", weights_only=True)
+    assert set(policy) == KEYS - {"score"} | {"obs_rms"} and policy["agent"]["actor_logstd"].eq(-1.6).all()
+    proc = run_script("ppo_humanoid.py", "--eval-checkpoint", "h.pt", "--eval-episodes", "1",
+                      cwd=tmp_path / "elsewhere", timeout=120)  # fmt: skip
+    assert proc.returncode == 0 and "eval humanoid_flagrun:HumanoidFlagrun-v0: mean return" in proc.stdout, proc.stderr
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [(["--eval-checkpoint", BREAKOUT], ["a policy of ppo_atari.py, not of ppo_continuous.py"]),
