@@ -133,8 +133,12 @@ def test_the_update_runs_on_update_threads_and_the_rollout_on_one(tmp_path, monk
 
     def spy(name):
         real = getattr(ppo_humanoid, name)
-        monkeypatch.setattr(ppo_humanoid, name, lambda *a, **k: seen.setdefault(name, set()).add(
-            torch.get_num_threads()) or real(*a, **k))  # fmt: skip
+
+        def counted(*args, **kwargs):  # the torch threads in force when train() calls it
+            seen.setdefault(name, set()).add(torch.get_num_threads())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(ppo_humanoid, name, counted)
 
     spy("update")
     spy("collect_rollout")
