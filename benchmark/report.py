@@ -749,7 +749,11 @@ def leave_one_out(rows: list[dict], full_rows: list[dict], anchors: dict, sizes:
         reference = table["reference"]
         full = normalized_per_task([r for r in full_rows if r["method"].variant == ("ppo1", setting)
                                     and r["method"].total_timesteps == length], reference)  # fmt: skip
-        section = {"setting": setting, "total_timesteps": length, "full": full, "rows": []}
+        main = next((r["scores"] for r in table["rows"] if r["setting"] == setting), {})  # the same setting, our flags
+        # the fall to explain, per task: the main Table 1's mean minus ppo1's full set's (a task without one has none)
+        falls = {e: float(np.mean(main[e]) - np.mean(full[e])) for e in full if e in main}
+        section = {"setting": setting, "total_timesteps": length, "full": full, "main": main, "falls": falls,
+                   "rows": []}  # fmt: skip
         for detail in PPO1_DETAILS:
             methods = [m for m in loo if m.variant == (f"ppo1-no-{detail}", setting) and m.total_timesteps == length]
             if not methods:
@@ -762,41 +766,70 @@ def leave_one_out(rows: list[dict], full_rows: list[dict], anchors: dict, sizes:
                 "incomplete": expected is not None and len(runs) < expected, "per_task": scores,
                 "changes": {e: difference({e: x}, full, resamples, seed) for e, x in scores.items() if e in full},
             })  # fmt: skip
+            # the share of the fall that leaving the detail out wins back: 1 is the main Table 1's score again
+            r = section["rows"][-1]
+            r["closes"] = {e: c["diff"] / falls[e] for e, c in r["changes"].items() if falls.get(e, 0) > 0}
         sections.append(section)
     return sections
 
 
 def leave_one_out_markdown(section: dict) -> list[str]:
-    """A setting's leave-one-out table, and the verdict: which details' removal moves the score beyond the noise."""
-    setting, rows, full = section["setting"], section["rows"], section["full"]
+    """A setting's leave-one-out table, and the verdict: which details' removal moves the score beyond the noise, and
+    on each task where ppo1's set falls below the main Table 1, whether one detail's removal wins back the fall (half
+    of it or more, beyond the noise), else which pair to test next."""
+    setting, rows, full, falls = section["setting"], section["rows"], section["full"], section["falls"]
+    name = setting_name({"setting": setting})
     tasks = sorted({e for r in rows for e in r["changes"]})
-    lines = [f"## Leave one of ppo1's details out: {setting_name({'setting': setting})}", "",
+    main = ", ".join(f"{e} {np.mean(section['main'][e]):.2f}" for e in tasks if e in section["main"])
+    lines = [f"## Leave one of ppo1's details out: {name}", "",
              "Each row: ppo1's flag set minus one detail, ppo_continuous.py's default in its place. Per task, the"
              " change of the mean normalized score (the main Table 1's scale) against ppo1's full set (its mean:"
              f" {', '.join(f'{e} {np.mean(full[e]):.2f} (n={len(full[e])})' for e in tasks)}), with its 95% interval;"
-             " beyond the noise when the interval excludes 0.", "",
-             "| detail left out | n | " + " | ".join(f"{e}: change | 95% CI" for e in tasks) + " |",
-             "|-|-|" + "-|-|" * len(tasks)]  # fmt: skip
+             " beyond the noise when the interval excludes 0. *Of the fall*: the change as a share of the fall from"
+             f" the main Table 1's score of the same setting (our defaults: {main or 'no runs'}) to ppo1's full set's;"
+             " 100% wins it all back.", "",
+             "| detail left out | n | " + " | ".join(f"{e}: change | 95% CI | of the fall" for e in tasks) + " |",
+             "|-|-|" + "-|-|-|" * len(tasks)]  # fmt: skip
     for r in rows:
         n = f"{r['n']} ({r['n']} of {r['expected']}: incomplete)" if r["incomplete"] else str(r["n"])
-        cells = [(signed(r["changes"][e]["diff"]), interval(r["changes"][e]["ci"])) if e in r["changes"]
-                 else ("–", "–") for e in tasks]  # fmt: skip
-        lines.append(f"| {r['detail']} | {n} | " + " | ".join(f"{a} | {b}" for a, b in cells) + " |")
+        cells = [(signed(r["changes"][e]["diff"]), interval(r["changes"][e]["ci"]),
+                  f"{r['closes'][e]:.0%}" if e in r["closes"] else "–") if e in r["changes"]
+                 else ("–", "–", "–") for e in tasks]  # fmt: skip
+        lines.append(f"| {r['detail']} | {n} | " + " | ".join(" | ".join(c) for c in cells) + " |")
     done = [r for r in rows if not r["incomplete"]]
-    movers = [f"{r['detail']} on {e} ({signed(c['diff'])} {interval(c['ci'])})" for r in done
-              for e, c in r["changes"].items() if c["ci"][0] > 0 or c["ci"][1] < 0]  # fmt: skip
-    if movers:
-        verdict = f"Left out alone, these move the score beyond the noise: {listing(movers)}."
-    elif done:
-        ranked = sorted(done, key=lambda r: -np.mean([abs(c["diff"]) for c in r["changes"].values()]))
-        pair = " and ".join(r["detail"] for r in ranked[:2])
-        verdict = (f"No single detail's removal moves the score beyond the noise; the pair to test next, the two whose"
-                   f" removal moves it most on the mean: {pair}.")  # fmt: skip
-    else:
-        verdict = "No verdict: no detail's runs are complete."
+    if not done:
+        return lines + ["", f"**Verdict ({name}).** No verdict: no detail's runs are complete.", ""]
+
+    def moves(sign: int) -> list[str]:
+        return [f"{r['detail']} on {e} ({signed(c['diff'])} {interval(c['ci'])})" for r in done
+                for e, c in r["changes"].items() if sign * c["ci"][0] > 0 and sign * c["ci"][1] > 0]  # fmt: skip
+
+    up, down = moves(1), moves(-1)
+    verdict = [
+        f"Left out alone, these raise the score beyond the noise: {listing(up)}; these lower it: {listing(down)}."
+        if up or down
+        else "No single detail's removal moves the score beyond the noise."
+    ]
+    for e in tasks:
+        if falls.get(e, 0) <= 0:
+            verdict.append(f"On {e} ppo1's full set does not fall below the main Table 1's score: no fall to explain.")
+            continue
+        fall = f"{np.mean(full[e]):.2f} against the main Table 1's {np.mean(section['main'][e]):.2f}"
+        back = [r for r in done if r["changes"][e]["ci"][0] > 0 and r["closes"].get(e, 0) >= 0.5]
+        if back:
+            verdict.append(f"On {e}, ppo1's fall ({fall}) is explained by one detail: leaving out "
+                           + " or ".join(f"{r['detail']} ({r['closes'][e]:.0%} of it)" for r in back)
+                           + " alone wins back half of it or more, beyond the noise.")  # fmt: skip
+        else:
+            ranked = sorted(done, key=lambda r: -r["changes"][e]["diff"])
+            verdict.append(
+                f"On {e} no single detail's removal wins back half of ppo1's fall ({fall}) beyond the"
+                f" noise; the pair to test next, the two whose removal raises it most:"
+                f" {ranked[0]['detail']} and {ranked[1]['detail'] if len(ranked) > 1 else 'none'}."
+            )
     unfinished = [r["detail"] for r in rows if r["incomplete"]]
-    verdict += f" No verdict yet on {listing(unfinished)}: incomplete." if unfinished else ""
-    return lines + ["", f"**Verdict ({setting_name({'setting': setting})}).** {verdict}", ""]
+    verdict += [f"No verdict yet on {listing(unfinished)}: incomplete."] if unfinished else []
+    return lines + ["", f"**Verdict ({name}).** {' '.join(verdict)}", ""]
 
 
 def variant_claims(section: dict) -> list[str]:

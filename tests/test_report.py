@@ -524,23 +524,51 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
     assert "## Leave one of ppo1's details out: no clipping or penalty" in text
     assert "against ppo1's full set (its mean: HalfCheetah-v4 -0.20 (n=3), Swimmer-v4 -0.10 (n=3))" in text
     # the preset's grid asks 2 tasks x 3 seeds = 6 runs of each; these are complete
+    # the main Table 1's no clipping: (-500 + 300) / 2000 = -0.10 and (46 - 10) / 71 = 0.51, so ppo1's set falls by
+    # 0.10 and 0.61; leaving out --no-clip-actions wins back 1.20 / 0.10 = 1200% and 1.10 / 0.61 = 181% of it
     (line,) = [x for x in text.splitlines() if x.startswith("| unclipped-actions |")]
-    assert line.startswith("| unclipped-actions | 6 | +1.20 | [") and "| +1.10 | [" in line  # 1 - (-0.2), 1 - (-0.1)
+    assert line.startswith("| unclipped-actions | 6 | +1.20 | [") and "| 1200% | +1.10 | [" in line
+    assert line.endswith("| 181% |")
     (line,) = [x for x in text.splitlines() if x.startswith("| normc |")]
     assert line.startswith("| normc | 6 | +0.00 | [")
     (line,) = [x for x in text.splitlines() if x.startswith("**Verdict (no clipping or penalty).**")]
-    assert "unclipped-actions on HalfCheetah-v4 (+1.20 [" in line and "unclipped-actions on Swimmer-v4" in line
-    assert "normc on" not in line
+    assert "raise the score beyond the noise: unclipped-actions on HalfCheetah-v4 (+1.20 [" in line
+    assert "unclipped-actions on Swimmer-v4" in line and "normc on" not in line and "these lower it: none." in line
+    assert (
+        "On Swimmer-v4, ppo1's fall (-0.10 against the main Table 1's 0.51) is explained by one detail: leaving"
+        " out unclipped-actions (181% of it) alone wins back half of it or more, beyond the noise." in line
+    )
     # each leave-one-out prefix's own section says what its runs are, not that they change every detail at once
     assert "These runs have ppo1's details but unclipped-actions (ppo_continuous.py's default in its place)" in text
     assert "change all of ppo1-no-" not in text
-    # with only the detail that moves nothing, no single detail explains it: the next pair is named
-    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]])
+    # with the detail that moves nothing and one that wins back a fifth of Swimmer's fall (12.9: (12.9 - 10) / 71 =
+    # 0.04, +0.14 of 0.61) and lowers HalfCheetah's score (-800: -0.25), no single detail explains it: the pair is named
+    obs_clip = [row("ppo1-no-obs-clip-none", env_id, seed, x + seed - 2,
+                    flags=f"{presets.ppo1_without('obs-clip')} {FLAGS['none']}")
+                for env_id, x in zip(VARIANT_TASKS, (-800, 12.9)) for seed in (1, 2, 3)]  # fmt: skip
+    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]] + obs_clip)
     report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
                             resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
                             full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
     text = (tmp_path / "out" / "report.md").read_text()
-    assert "No single detail's removal moves the score beyond the noise; the pair to test next" in text
+    (line,) = [x for x in text.splitlines() if x.startswith("**Verdict (no clipping or penalty).**")]
+    assert "raise the score beyond the noise: obs-clip on Swimmer-v4 (+0.14 [" in line
+    assert "these lower it: obs-clip on HalfCheetah-v4 (-0.05 [" in line
+    assert "On Swimmer-v4 no single detail's removal wins back half of ppo1's fall (-0.10 against the main Table 1's" \
+           " 0.51) beyond the noise; the pair to test next, the two whose removal raises it most: obs-clip and normc." \
+           in line  # fmt: skip
+    # where ppo1's set scores at or above the main Table 1's, there is no fall to explain
+    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]])
+    set_scores(full_runs, (("none", -500, 46),), VARIANT_TASKS)
+    write_table(str(tmp_path / "table1-ppo1.csv"), rows_of(full_runs, "ppo1"))
+    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
+                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
+                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
+    text = (tmp_path / "out" / "report.md").read_text()
+    # (the normc runs, at the old full set's scores, now score below it)
+    assert "these lower it: normc on HalfCheetah-v4 (-0.10 [" in text
+    assert "On HalfCheetah-v4 ppo1's full set does not fall below the main Table 1's score: no fall to explain." \
+           " On Swimmer-v4 ppo1's full set does not fall" in text  # fmt: skip
 
 
 def humanoid_row(grid: str, env_id: str, score: float, steps: int, seed: int = 1, **extra) -> dict:
