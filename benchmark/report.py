@@ -810,7 +810,12 @@ def leave_one_out_markdown(section: dict) -> list[str]:
         if up or down
         else "No single detail's removal moves the score beyond the noise."
     ]
-    for e in tasks:
+    unfinished = [r["detail"] for r in rows if r["incomplete"]]
+    if unfinished and not (up or down):
+        finished = listing([r["detail"] for r in done])
+        verdict = [f"Of the details whose runs are all in ({finished}), none moves the score beyond the noise when"
+                   " left out alone."]  # fmt: skip
+    for e in tasks if not unfinished else []:  # which detail explains a fall, or which pair is next: all of them in
         if falls.get(e, 0) <= 0:
             verdict.append(f"On {e} ppo1's full set does not fall below the main Table 1's score: no fall to explain.")
             continue
@@ -825,10 +830,10 @@ def leave_one_out_markdown(section: dict) -> list[str]:
             verdict.append(
                 f"On {e} no single detail's removal wins back half of ppo1's fall ({fall}) beyond the"
                 f" noise; the pair to test next, the two whose removal raises it most:"
-                f" {ranked[0]['detail']} and {ranked[1]['detail'] if len(ranked) > 1 else 'none'}."
+                f" {' and '.join(r['detail'] for r in ranked[:2])}."
             )
-    unfinished = [r["detail"] for r in rows if r["incomplete"]]
-    verdict += [f"No verdict yet on {listing(unfinished)}: incomplete."] if unfinished else []
+    verdict += [f"No verdict yet on {listing(unfinished)}: incomplete; nor on what explains ppo1's fall, until"
+                " every detail's runs are in."] if unfinished else []  # fmt: skip
     return lines + ["", f"**Verdict ({name}).** {' '.join(verdict)}", ""]
 
 
