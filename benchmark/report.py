@@ -76,7 +76,7 @@ import tyro  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from benchmark import run as runner  # noqa: E402
-from benchmark.presets import MUJOCO_TASKS, PPO1_DETAILS, PRESETS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
+from benchmark.presets import MUJOCO_TASKS, PPO1_DETAILS, PPO1_PARTS, PRESETS, RERUNS, SUPERSEDED, TABLE1  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RANDOM_RETURNS = os.path.join(ROOT, "benchmark", "random_returns.json")
@@ -754,7 +754,7 @@ def leave_one_out(rows: list[dict], full_rows: list[dict], anchors: dict, sizes:
         falls = {e: float(np.mean(main[e]) - np.mean(full[e])) for e in full if e in main}
         section = {"setting": setting, "total_timesteps": length, "full": full, "main": main, "falls": falls,
                    "rows": []}  # fmt: skip
-        for detail in PPO1_DETAILS:
+        for detail in (*PPO1_DETAILS, *PPO1_PARTS.get(setting.tag, {})):
             methods = [m for m in loo if m.variant == (f"ppo1-no-{detail}", setting) and m.total_timesteps == length]
             if not methods:
                 continue
@@ -796,6 +796,9 @@ def leave_one_out_markdown(section: dict) -> list[str]:
                   f"{r['closes'][e]:.0%}" if e in r["closes"] else "–") if e in r["changes"]
                  else ("–", "–", "–") for e in tasks]  # fmt: skip
         lines.append(f"| {r['detail']} | {n} | " + " | ".join(" | ".join(c) for c in cells) + " |")
+    parts = PPO1_PARTS.get(setting.tag, {})
+    lines += [""] + [f"- {r['detail']}: a part of a detail, `{parts[r['detail']]}` alone left out (presets.PPO1_PARTS)"
+                     for r in rows if r["detail"] in parts]  # fmt: skip
     done = [r for r in rows if not r["incomplete"]]
     if not done:
         return lines + ["", f"**Verdict ({name}).** No verdict: no detail's runs are complete.", ""]

@@ -512,7 +512,8 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
     write_table(str(tmp_path / "table1.csv"), rows_of(main_runs))
     write_table(str(tmp_path / "table1-ppo1.csv"), rows_of(full_runs, "ppo1"))
     loo = []
-    for detail, (cheetah, swimmer) in (("unclipped-actions", (1700, 81)), ("normc", (-700, 2.9))):
+    for detail, (cheetah, swimmer) in (("unclipped-actions", (1700, 81)), ("normc", (-700, 2.9)),
+                                       ("constant-lr-schedule", (-700, 2.9))):  # fmt: skip
         for env_id, x in zip(VARIANT_TASKS, (cheetah, swimmer)):
             loo += [row(f"ppo1-no-{detail}-none", env_id, seed, x + seed - 2,
                         flags=f"{presets.ppo1_without(detail)} {FLAGS['none']}") for seed in (1, 2, 3)]  # fmt: skip
@@ -531,6 +532,9 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
     assert line.endswith("| 181% |")
     (line,) = [x for x in text.splitlines() if x.startswith("| normc |")]
     assert line.startswith("| normc | 6 | +0.00 | [")
+    # a part of a detail (presets.PPO1_PARTS) has its row, and a line that says which flag it leaves out
+    assert "| constant-lr-schedule | 6 | +0.00 | [" in text
+    assert "- constant-lr-schedule: a part of a detail, `--no-anneal-lr` alone left out" in text
     (line,) = [x for x in text.splitlines() if x.startswith("**Verdict (no clipping or penalty).**")]
     assert "raise the score beyond the noise: unclipped-actions on HalfCheetah-v4 (+1.20 [" in line
     assert "unclipped-actions on Swimmer-v4" in line and "normc on" not in line and "these lower it: none." in line
