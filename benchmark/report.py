@@ -797,8 +797,9 @@ def leave_one_out_markdown(section: dict) -> list[str]:
                  else ("–", "–", "–") for e in tasks]  # fmt: skip
         lines.append(f"| {r['detail']} | {n} | " + " | ".join(" | ".join(c) for c in cells) + " |")
     parts = PPO1_PARTS.get(setting.tag, {})
-    lines += [""] + [f"- {r['detail']}: a part of a detail, `{parts[r['detail']]}` alone left out (presets.PPO1_PARTS)"
-                     for r in rows if r["detail"] in parts]  # fmt: skip
+    notes = [f"- {r['detail']}: a part of a detail, `{parts[r['detail']]}` alone left out (presets.PPO1_PARTS)"
+             for r in rows if r["detail"] in parts]  # fmt: skip
+    lines += [""] + notes if notes else []
     done = [r for r in rows if not r["incomplete"]]
     if not done:
         return lines + ["", f"**Verdict ({name}).** No verdict: no detail's runs are complete.", ""]
@@ -824,10 +825,13 @@ def leave_one_out_markdown(section: dict) -> list[str]:
             continue
         fall = f"{np.mean(full[e]):.2f} against the main Table 1's {np.mean(section['main'][e]):.2f}"
         back = [r for r in done if r["changes"][e]["ci"][0] > 0 and r["closes"].get(e, 0) >= 0.5]
-        if back:
-            verdict.append(f"On {e}, ppo1's fall ({fall}) is explained by one detail: leaving out "
-                           + " or ".join(f"{r['detail']} ({r['closes'][e]:.0%} of it)" for r in back)
-                           + " alone wins back half of it or more, beyond the noise.")  # fmt: skip
+        shares = ", ".join(f"{r['detail']} ({r['closes'][e]:.0%} of it)" for r in back)
+        if len(back) == 1:
+            verdict.append(f"On {e}, ppo1's fall ({fall}) is explained by one detail: leaving out {shares} alone wins"
+                           " back half of it or more, beyond the noise.")  # fmt: skip
+        elif back:  # each alone undoes most of it: the fall needs them together
+            verdict.append(f"On {e}, ppo1's fall ({fall}) needs {len(back)} details together: leaving out any one of"
+                           f" them alone wins back half of it or more, beyond the noise: {shares}.")  # fmt: skip
         else:
             ranked = sorted(done, key=lambda r: -r["changes"][e]["diff"])
             verdict.append(
