@@ -825,7 +825,16 @@ def leave_one_out_markdown(section: dict) -> list[str]:
             continue
         fall = f"{np.mean(full[e]):.2f} against the main Table 1's {np.mean(section['main'][e]):.2f}"
         back = [r for r in done if r["changes"][e]["ci"][0] > 0 and r["closes"].get(e, 0) >= 0.5]
-        shares = ", ".join(f"{r['detail']} ({r['closes'][e]:.0%} of it)" for r in back)
+
+        # a part of a detail that wins it back too is no detail of its own: it says which of the detail's flags does it
+        def part_of(p: dict, r: dict) -> bool:
+            return p["detail"] in parts and parts[p["detail"]] in PPO1_DETAILS.get(r["detail"], "")
+
+        whole = [p for p in back if not any(part_of(p, r) for r in back)]
+        shares = ", ".join(f"{r['detail']} ({r['closes'][e]:.0%} of it" + "".join(
+            f"; `{parts[p['detail']]}` alone, {p['closes'][e]:.0%}" for p in back if part_of(p, r)) + ")"
+            for r in whole)  # fmt: skip
+        back = whole
         if len(back) == 1:
             verdict.append(f"On {e}, ppo1's fall ({fall}) is explained by one detail: leaving out {shares} alone wins"
                            " back half of it or more, beyond the noise.")  # fmt: skip
