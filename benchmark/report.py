@@ -824,7 +824,7 @@ def leave_one_out_markdown(section: dict) -> list[str]:
             verdict.append(f"On {e} ppo1's full set does not fall below the main Table 1's score: no fall to explain.")
             continue
         fall = f"{np.mean(full[e]):.2f} against the main Table 1's {np.mean(section['main'][e]):.2f}"
-        back = [r for r in done if r["changes"][e]["ci"][0] > 0 and r["closes"].get(e, 0) >= 0.5]
+        back = [r for r in done if e in r["changes"] and r["changes"][e]["ci"][0] > 0 and r["closes"].get(e, 0) >= 0.5]
 
         # a part of a detail that wins it back too is no detail of its own: it says which of the detail's flags does it
         def part_of(p: dict, r: dict) -> bool:
@@ -842,7 +842,9 @@ def leave_one_out_markdown(section: dict) -> list[str]:
             verdict.append(f"On {e}, ppo1's fall ({fall}) needs {len(back)} details together: leaving out any one of"
                            f" them alone wins back half of it or more, beyond the noise: {shares}.")  # fmt: skip
         else:
-            ranked = sorted(done, key=lambda r: -r["changes"][e]["diff"])
+            # the pair: two details, not a detail and a part of it
+            ranked = sorted((r for r in done if e in r["changes"] and r["detail"] not in parts),
+                            key=lambda r: -r["changes"][e]["diff"])  # fmt: skip
             verdict.append(
                 f"On {e} no single detail's removal wins back half of ppo1's fall ({fall}) beyond the"
                 f" noise; the pair to test next, the two whose removal raises it most:"
