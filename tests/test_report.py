@@ -511,17 +511,22 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
     set_scores(full_runs, (("none", -700, 2.9),), VARIANT_TASKS)
     write_table(str(tmp_path / "table1.csv"), rows_of(main_runs))
     write_table(str(tmp_path / "table1-ppo1.csv"), rows_of(full_runs, "ppo1"))
+
+    def loo_report(runs: list[dict]) -> str:
+        """report.md of these leave-one-out runs, against the main Table 1 and ppo1's full set written above."""
+        write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), runs)
+        report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
+                                resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
+                                full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
+        return (tmp_path / "out" / "report.md").read_text()
+
     loo = []
     for detail, (cheetah, swimmer) in (("unclipped-actions", (1700, 81)), ("normc", (-700, 2.9)),
                                        ("constant-lr", (-700, 81)), ("constant-lr-schedule", (-700, 81))):  # fmt: skip
         for env_id, x in zip(VARIANT_TASKS, (cheetah, swimmer)):
             loo += [row(f"ppo1-no-{detail}-none", env_id, seed, x + seed - 2,
                         flags=f"{presets.ppo1_without(detail)} {FLAGS['none']}") for seed in (1, 2, 3)]  # fmt: skip
-    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), loo)
-    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
-                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
-                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
-    text = (tmp_path / "out" / "report.md").read_text()
+    text = loo_report(loo)
     assert "## Leave one of ppo1's details out: no clipping or penalty" in text
     assert "against ppo1's full set (its mean: HalfCheetah-v4 -0.20 (n=3), Swimmer-v4 -0.10 (n=3))" in text
     # the preset's grid asks 2 tasks x 3 seeds = 6 runs of each; these are complete
@@ -559,11 +564,7 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
     obs_clip = [row("ppo1-no-obs-clip-none", env_id, seed, x + seed - 2,
                     flags=f"{presets.ppo1_without('obs-clip')} {FLAGS['none']}")
                 for env_id, x in zip(VARIANT_TASKS, (-800, 12.9)) for seed in (1, 2, 3)]  # fmt: skip
-    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]] + obs_clip)
-    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
-                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
-                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
-    text = (tmp_path / "out" / "report.md").read_text()
+    text = loo_report([r for r in loo if "normc" in r["tag"]] + obs_clip)
     (line,) = [x for x in text.splitlines() if x.startswith("**Verdict (no clipping or penalty).**")]
     assert "raise the score beyond the noise: obs-clip on Swimmer-v4 (+0.14 [" in line
     assert "these lower it: obs-clip on HalfCheetah-v4 (-0.05 [" in line
@@ -571,21 +572,13 @@ def test_leave_one_out_names_the_detail_whose_removal_moves_the_score(tmp_path):
            " 0.51) beyond the noise; the pair to test next, the two whose removal raises it most: obs-clip and normc." \
            in line  # fmt: skip
     # with one of obs-clip's runs still to come, no detail explains the fall yet and no pair is named
-    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]] + obs_clip[1:])
-    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
-                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
-                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
-    text = (tmp_path / "out" / "report.md").read_text()
+    text = loo_report([r for r in loo if "normc" in r["tag"]] + obs_clip[1:])
     assert "No verdict yet on obs-clip: incomplete; nor on what explains ppo1's fall" in text
     assert "pair to test next" not in text and "explained by one detail" not in text
     # where ppo1's set scores at or above the main Table 1's, there is no fall to explain
-    write_table(str(tmp_path / "ppo1-leave-one-out-none.csv"), [r for r in loo if "normc" in r["tag"]])
     set_scores(full_runs, (("none", -500, 46),), VARIANT_TASKS)
     write_table(str(tmp_path / "table1-ppo1.csv"), rows_of(full_runs, "ppo1"))
-    report.main(report.Args(table=str(tmp_path / "ppo1-leave-one-out-none.csv"), out=str(tmp_path / "out"),
-                            resamples=2000, random_returns=str(random_path), anchors=str(tmp_path / "table1.csv"),
-                            full=str(tmp_path / "table1-ppo1.csv")))  # fmt: skip
-    text = (tmp_path / "out" / "report.md").read_text()
+    text = loo_report([r for r in loo if "normc" in r["tag"]])
     # (the normc runs, at the old full set's scores, now score below it)
     assert "these lower it: normc on HalfCheetah-v4 (-0.10 [" in text
     assert "On HalfCheetah-v4 ppo1's full set does not fall below the main Table 1's score: no fall to explain." \
