@@ -294,7 +294,8 @@ PRESETS = {
     ),
     # §6.3 (Figure 4): ppo_humanoid.py with Table 4 on Roboschool's three humanoid tasks, rebuilt on MuJoCo by
     # humanoid_flagrun.py, one seed each as the paper's figure shows; and on gymnasium's Humanoid-v4, the task users
-    # know, to set beside public numbers (shared/reference/targets.md). Figure 4's lengths: 50M running, 100M flagrun
+    # know, to set beside public numbers (shared/reference/targets.md). Figure 4's lengths: 50M running, 100M flagrun;
+    # FlagrunHarder at 50M, as the issue asks where 100M would pass about 15 hours here (RESULTS.md, §6.3: about 18)
     "humanoid-run": Preset(
         "Figure 4, running: ppo_humanoid.py (Table 4, 32 actors) on HumanoidRun-v0, seed 1, 50M steps",
         [Method("ppo_humanoid.py", "table4", "", "PPO, Table 4, 32 actors")],
@@ -303,12 +304,19 @@ PRESETS = {
         50_000_000,
     ),
     "humanoid-flagrun": Preset(
-        "Figure 4, flagrun: ppo_humanoid.py (Table 4, 128 actors) on HumanoidFlagrun-v0 and HumanoidFlagrunHarder-v0,"
-        " seed 1, 100M steps",
+        "Figure 4, flagrun: ppo_humanoid.py (Table 4, 128 actors) on HumanoidFlagrun-v0, seed 1, 100M steps",
         [Method("ppo_humanoid.py", "table4-128", "--num-envs 128", "PPO, Table 4, 128 actors")],
-        ["humanoid_flagrun:HumanoidFlagrun-v0", "humanoid_flagrun:HumanoidFlagrunHarder-v0"],
+        ["humanoid_flagrun:HumanoidFlagrun-v0"],
         [1],
         100_000_000,
+    ),
+    "humanoid-flagrun-harder": Preset(
+        "Figure 4, flagrun harder: ppo_humanoid.py (Table 4, 128 actors) on HumanoidFlagrunHarder-v0, seed 1, 50M steps"
+        " (Figure 4: 100M)",
+        [Method("ppo_humanoid.py", "table4-128", "--num-envs 128", "PPO, Table 4, 128 actors")],
+        ["humanoid_flagrun:HumanoidFlagrunHarder-v0"],
+        [1],
+        50_000_000,
     ),
     "humanoid-v4": Preset(
         "gymnasium's Humanoid-v4 with Table 4's settings (32 actors), seed 1, 10M steps, beside public PPO numbers",

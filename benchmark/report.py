@@ -6,7 +6,7 @@
     python -m benchmark.report benchmark/results/table1-ppo1.csv --anchors benchmark/results/table1.csv
     python -m benchmark.report benchmark/results/atari.csv    # Table 6's games beside the paper, CleanRL and ppo2
     python -m benchmark.report benchmark/results/humanoid-run.csv benchmark/results/humanoid-flagrun.csv \
-        benchmark/results/humanoid-v4.csv   # several tables, one report: Figure 4's four tasks in one figure
+        benchmark/results/humanoid-flagrun-harder.csv benchmark/results/humanoid-v4.csv   # Figure 4's four tasks
 
 The input is what benchmark/run.py commits: {grid}.csv, one row per finished run, and {grid}_curves.csv, about 100
 points of each run's learning curve. Nothing else is read, so anyone can rebuild every table and plot from them.
@@ -46,11 +46,12 @@ flags, at one length (total timesteps): runs of different lengths are never aver
   ppo2's published scores, wall time and SPS; and a verdict, at 10M steps only: at, above or below the paper's PPO,
   by how much, read by the 95% t-interval of our mean with two seeds or more, by CleanRL's seed-to-seed std with one.
   figure3.png draws the paper's and CleanRL's final scores as reference lines.
-- Figure 4 (§6.3), for a table whose runs are all on Figure 4's tasks (the humanoid-run, humanoid-flagrun and
-  humanoid-v4 presets): per run its task, seed, steps, score, wall time, SPS and the command that trained it; a run
-  shorter than its preset's length is marked incomplete and gets no verdict. On Humanoid-v4 alone, public numbers
-  (CleanRL's PPO at 1M steps, Sample Factory's APPO at 10M) beside ours; the paper gives Roboschool's three tasks as a
-  plot only, so those are compared as plots. figure4.png: a panel per task, a line per run.
+- Figure 4 (§6.3), for a table whose runs are all on Figure 4's tasks (the humanoid-run, humanoid-flagrun,
+  humanoid-flagrun-harder and humanoid-v4 presets): per run its task, seed, steps, score, wall time, SPS and the
+  command that trained it; a run shorter than its preset's length is marked incomplete and gets no verdict. On
+  Humanoid-v4 alone, public numbers (CleanRL's PPO at 1M steps, Sample Factory's APPO at 10M) beside ours; the paper
+  gives Roboschool's three tasks as a plot only, so those are compared as plots. figure4.png: a panel per task, a
+  line per run.
 - Several tables (the last command above): their runs in one report, by default in a folder named after all of them.
 - Provenance: the commits and script versions the runs came from; the report says so when one table mixes them.
 """
@@ -143,7 +144,7 @@ class Args:
     """a results table of benchmark/run.py ({grid}.csv, its curves beside it), or a RESULTS_DIR with results.csv"""
     more_tables: tyro.conf.Positional[list[str]] = field(default_factory=list)
     """more results tables, for one report of all their runs (Figure 4's grids: humanoid-run, humanoid-flagrun,
-    humanoid-v4)"""
+    humanoid-flagrun-harder, humanoid-v4)"""
     out: Optional[str] = None
     """where the report goes (default: beside the table, in a folder named after it; of several tables, named after
     all of them, joined by +)"""

@@ -4,13 +4,17 @@ Each script trains with its defaults (Table 3 for the MuJoCo scripts, Table 5 fo
 a subprocess; its own "done:" line gives the training loop's SPS (imports and env creation excluded). Bare stepping
 runs a random agent for the same number of steps: for MuJoCo `env.step(env.action_space.sample())` on one env,
 resetting at episode ends; for Atari ale-py's AtariVectorEnv with the script's 8 envs and settings; for
-ppo_humanoid.py its own worker processes (one per core) stepping its 32 envs (--humanoid-envs), as its rollout does.
+ppo_humanoid.py its own worker processes (one per core) stepping its 32 envs (--humanoid-envs), as its rollout does;
+with --humanoid-checkpoint, both from a run's trained state instead: bare stepping with the actions of its policy,
+and the script continuing a copy of the checkpoint for --humanoid-seconds (by the last SPS it logs), because MuJoCo
+steps a robot that runs at about half the speed of one that falls (RESULTS.md, §6.3).
 Measurements alternate, and the median of --repeats rounds is reported, because these machines are shared and noisy.
 
     python benchmark/throughput.py --scripts ppo_continuous.py trpo.py reinforce_baseline.py ppo_atari.py
     python benchmark/throughput.py --scripts ppo_continuous.py --base 5bbc273~2   # old against new, in one run
     python benchmark/throughput.py --scripts ppo_humanoid.py --humanoid-envs 128 --humanoid-env-id \
         humanoid_flagrun:HumanoidFlagrun-v0                                        # §6.3, both cores
+    python benchmark/throughput.py --scripts ppo_humanoid.py --humanoid-checkpoint CHECKPOINT.pt   # a trained robot
 
 With --base, each script is also timed as it stood at that commit (taken with `git show` into a scratch folder),
 in the same rounds, so that old and new are measured side by side on the same machine at the same time.
@@ -18,6 +22,7 @@ in the same rounds, so that old and new are measured side by side on the same ma
 
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -53,6 +58,12 @@ class Args:
     """actors of ppo_humanoid.py (Table 4: 32 running, 128 flagrun)"""
     humanoid_steps: int = 163840
     """steps per measurement of ppo_humanoid.py (10 iterations of 32 x 512)"""
+    humanoid_checkpoint: Optional[str] = None
+    """a ppo_humanoid.py checkpoint: bare stepping of --humanoid-env-id takes its policy's actions (the Gaussian's
+    mean plus noise of its σ, clipped as the run clips them; the policy's time left out), and ppo_humanoid.py
+    continues a copy of it instead of starting untrained"""
+    humanoid_seconds: float = 60.0
+    """with --humanoid-checkpoint: how long the script continues the copy (then SIGTERM: it ends its iteration)"""
     repeats: int = 3
     """rounds; the median is reported"""
     base: Optional[str] = None
@@ -86,22 +97,39 @@ def bare_atari_sps(env_id: str, steps: int, seed: int = 0) -> float:
     return actions.size / (time.perf_counter() - start)
 
 
-def bare_humanoid_sps(env_id: str, steps: int, num_envs: int, seed: int = 0) -> float:
-    """ppo_humanoid.py's N envs in its worker processes (one per core), stepped with uniform random actions."""
+def bare_humanoid_sps(env_id: str, steps: int, num_envs: int, checkpoint: Optional[str] = None, seed: int = 0) -> float:
+    """ppo_humanoid.py's N envs in its worker processes (one per core), stepped with uniform random actions, or with
+    the actions of the policy in `checkpoint` (only the envs' steps are timed)."""
     sys.path.insert(0, ROOT)
+    import torch
+
     import ppo_humanoid
 
+    torch.set_num_threads(1)  # as the script's rollout: another torch thread would spin on the workers' cores
     args = ppo_humanoid.Args(env_id=env_id, num_envs=num_envs)
     envs = ppo_humanoid.make_envs(args, run_dir="")
-    envs.call(ppo_humanoid.reset_env, [seed + i for i in range(num_envs)])
-    space = envs.action_space
-    actions = np.random.default_rng(seed).uniform(space.low, space.high, (steps // num_envs, num_envs, *space.shape))
-    start = time.perf_counter()
-    for action in actions.astype(space.dtype):
-        envs.step(action)
-    sps = actions.shape[0] * num_envs / (time.perf_counter() - start)
+    obs = np.array(envs.call(ppo_humanoid.reset_env, [seed + i for i in range(num_envs)]))
+    space, rng, elapsed = envs.action_space, np.random.default_rng(seed), 0.0
+    if checkpoint:
+        ckpt = ppo_humanoid.load_checkpoint(checkpoint, "--humanoid-checkpoint")
+        saved, obs_rms = ckpt["args"], ppo_humanoid.RunningMeanStd()
+        obs_rms.load(ckpt["obs_rms"])
+        agent = ppo_humanoid.Agent(obs.shape[1], space.shape[0], hidden_sizes=saved.hidden_sizes,
+                                   activation=saved.activation)  # fmt: skip
+        agent.load_state_dict(ckpt["agent"])
+    for _ in range(steps // num_envs):
+        if checkpoint:
+            with torch.inference_mode():
+                policy = agent.get_policy(torch.from_numpy(ppo_humanoid.normalize_obs(obs, obs_rms, saved, False)))
+            mean, logstd = (x.numpy() for x in policy)
+            action = ppo_humanoid.env_actions(mean + np.exp(logstd) * rng.standard_normal(mean.shape), space, saved)
+        else:
+            action = rng.uniform(space.low, space.high, (num_envs, *space.shape))
+        start = time.perf_counter()
+        obs = envs.step(action.astype(space.dtype))[0].copy()
+        elapsed += time.perf_counter() - start
     envs.close()
-    return sps
+    return steps // num_envs * num_envs / elapsed
 
 
 def script_sps(script: str, env_id: str, steps: int, *flags: str) -> float:
@@ -113,6 +141,28 @@ def script_sps(script: str, env_id: str, steps: int, *flags: str) -> float:
     if proc.returncode != 0 or match is None:
         sys.exit(f"error: {script} failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
     return int(match.group(1)) / float(match.group(2))
+
+
+def resumed_sps(script: str, checkpoint: str, seconds: float) -> float:
+    """SPS of `script` continuing a copy of `checkpoint` for about `seconds`, then stopped by SIGTERM (it ends the
+    iteration in progress), by the last charts/SPS it logs: its training loop since it started."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    with tempfile.TemporaryDirectory() as tmp:  # the copy's run folder: its checkpoint, events and episodes go there
+        shutil.copy(checkpoint, os.path.join(tmp, "checkpoint.pt"))
+        cmd = [sys.executable, os.path.join(ROOT, script), "--resume", "checkpoint.pt"]
+        proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+        stderr = proc.communicate()[1]
+        events = EventAccumulator(tmp)
+        events.Reload()
+        logged = events.Scalars("charts/SPS") if "charts/SPS" in events.Tags()["scalars"] else []
+    if not logged:
+        sys.exit(f"error: {script} --resume {checkpoint} logged no SPS in {seconds} s: {stderr.strip()[-500:]}")
+    return logged[-1].value
 
 
 def at_commit(script: str, commit: str, folder: str) -> str:
@@ -138,20 +188,28 @@ def main(args: Args) -> None:
     envs = ("--num-envs", str(args.humanoid_envs))
     groups = [(args.env_id, args.steps, [s for s in args.scripts if s not in atari + humanoid], bare_sps, ())]
     groups += [(args.atari_env_id, args.atari_steps, atari, bare_atari_sps, ())]
-    groups += [(args.humanoid_env_id, args.humanoid_steps, humanoid,
-                lambda env_id, steps: bare_humanoid_sps(env_id, steps, args.humanoid_envs), envs)]  # fmt: skip
+    trained_robot = args.humanoid_checkpoint is not None
+
+    def bare_humanoid(env_id: str, steps: int) -> float:
+        return bare_humanoid_sps(env_id, steps, args.humanoid_envs, args.humanoid_checkpoint)
+
+    groups += [(args.humanoid_env_id, args.humanoid_steps, humanoid, bare_humanoid, envs)]
     for env_id, steps, scripts, bare_fn, flags in groups:
-        if not scripts:
+        if not scripts and not (bare_fn is bare_humanoid and trained_robot):
             continue
         bare, trained = [], {script: [] for script in scripts}
         for _ in range(args.repeats):
             bare.append(bare_fn(env_id, steps))
             for script in scripts:
-                trained[script].append(script_sps(paths[script], env_id, steps, *flags))
+                if bare_fn is bare_humanoid and trained_robot:
+                    trained[script].append(resumed_sps(paths[script], args.humanoid_checkpoint, args.humanoid_seconds))
+                else:
+                    trained[script].append(script_sps(paths[script], env_id, steps, *flags))
         bare_median = statistics.median(bare)
         print(f"\n{env_id}, {' '.join(flags) + ', ' if flags else ''}{steps} steps, median of {args.repeats} rounds\n")
         print("| what | SPS (median) | all rounds | share of bare stepping |\n|-|-|-|-|")
-        print(f"| bare stepping, random actions | {bare_median:.0f} | {', '.join(f'{x:.0f}' for x in bare)} | 100% |")
+        actions = "the checkpoint's policy" if bare_fn is bare_humanoid and trained_robot else "random actions"
+        print(f"| bare stepping, {actions} | {bare_median:.0f} | {', '.join(f'{x:.0f}' for x in bare)} | 100% |")
         for script, values in trained.items():
             median = statistics.median(values)
             print(f"| {script} | {median:.0f} | {', '.join(f'{x:.0f}' for x in values)} | {median / bare_median:.0%} |")

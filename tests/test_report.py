@@ -596,9 +596,9 @@ def test_figure4_per_run_with_public_numbers_on_humanoid_v4_alone(tmp_path, monk
     run, flag, harder = (f"humanoid_flagrun:Humanoid{t}-v0" for t in ("Run", "Flagrun", "FlagrunHarder"))
     tables = {
         "humanoid-run": [humanoid_row("humanoid-run", run, 2500.0, 50_000_000)],
-        # the flag grid's Harder run stopped at 20M of Figure 4's 100M: incomplete
-        "humanoid-flagrun": [humanoid_row("humanoid-flagrun", flag, 1200.0, 100_000_000),
-                             humanoid_row("humanoid-flagrun", harder, 300.0, 20_000_000)],
+        "humanoid-flagrun": [humanoid_row("humanoid-flagrun", flag, 1200.0, 100_000_000)],
+        # the Harder grid's run stopped at 20M of its preset's 50M: incomplete
+        "humanoid-flagrun-harder": [humanoid_row("humanoid-flagrun-harder", harder, 300.0, 20_000_000)],
         # seed 1 at the preset's 10M, its curve 600 at 1M (rising linearly); seed 2 short at 2M
         "humanoid-v4": [humanoid_row("humanoid-v4", "Humanoid-v4", 6000.0, 10_000_000, wall_s=12_960, sps=771.6),
                         humanoid_row("humanoid-v4", "Humanoid-v4", 400.0, 2_000_000, seed=2)],
@@ -609,7 +609,7 @@ def test_figure4_per_run_with_public_numbers_on_humanoid_v4_alone(tmp_path, monk
     proc = subprocess.run([sys.executable, "-m", "benchmark.report", *paths, "--resamples", "100"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = tmp_path / "humanoid-run+humanoid-flagrun+humanoid-v4"
+    out = tmp_path / "humanoid-run+humanoid-flagrun+humanoid-flagrun-harder+humanoid-v4"
     assert (out / "figure4.png").stat().st_size > 10_000 and not (out / "figure3.png").exists()
     text = (out / "report.md").read_text()
     lines = {}
@@ -623,7 +623,7 @@ def test_figure4_per_run_with_public_numbers_on_humanoid_v4_alone(tmp_path, monk
     (line,) = lines["HumanoidFlagrun-v0"]
     assert "| 1 | 100M | 100M | 1200.0 |" in line and "incomplete" not in line
     (line,) = lines["HumanoidFlagrunHarder-v0"]
-    assert "| 1 | 20M (incomplete: 20M of 100M steps) | 100M | 300.0 |" in line
+    assert "| 1 | 20M (incomplete: 20M of 50M steps) | 50M | 300.0 |" in line
     assert "--total-timesteps 20000000 --save-model --num-envs 128`" in line
     short, full = lines["Humanoid-v4"]  # shorter runs first
     v4 = "| Humanoid-v4 | PPO, Table 4, 32 actors |"
@@ -638,10 +638,11 @@ def test_figure4_per_run_with_public_numbers_on_humanoid_v4_alone(tmp_path, monk
     assert "compare figure4.png with the paper's Figure 4 as a plot" in text
     assert "Returns per task (Figure 3)" not in text
 
-    # one grid without Humanoid-v4, into its own folder: no public number anywhere, a pointer to the paper's plot
-    report.main(report.Args(table=paths[1], resamples=100))
-    text = (tmp_path / "humanoid-flagrun" / "report.md").read_text()
-    assert (tmp_path / "humanoid-flagrun" / "figure4.png").exists()
+    # the flag grids without Humanoid-v4, into a folder of their own: no public number anywhere, a pointer to the plot
+    report.main(report.Args(table=paths[1], more_tables=[paths[2]], resamples=100))
+    flags = tmp_path / "humanoid-flagrun+humanoid-flagrun-harder"
+    text = (flags / "report.md").read_text()
+    assert (flags / "figure4.png").exists()
     assert "716" not in text and "5439" not in text and "CleanRL" not in text and "Sample Factory" not in text
     assert "| HumanoidFlagrunHarder-v0 |" in text and "HumanoidRun-v0 |" not in text
     assert "HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0: the paper's Figure 4 gives Roboschool's tasks" in text
@@ -658,7 +659,7 @@ def test_figure4_per_run_with_public_numbers_on_humanoid_v4_alone(tmp_path, monk
     assert [(x, label) for _, x, label in drawn] == [
         (50.0, "PPO, Table 4, 32 actors, 50M steps, seed 1"),
         (100.0, "PPO, Table 4, 128 actors, 100M steps, seed 1"),
-        (20.0, "PPO, Table 4, 128 actors, 20M steps, seed 1, incomplete: 20M of 100M steps"),
+        (20.0, "PPO, Table 4, 128 actors, 20M steps, seed 1, incomplete: 20M of 50M steps"),
         (2.0, "PPO, Table 4, 32 actors, 2M steps, seed 2, incomplete: 2M of 10M steps"),
         (10.0, "PPO, Table 4, 32 actors, 10M steps, seed 1"),
     ]
