@@ -176,6 +176,9 @@ BREAKS = [
           "ppo_humanoid: the log-std is never annealed"),
     Break("ppo_humanoid.py", "torch.set_num_threads(args.update_threads)", "torch.set_num_threads(1)",
           "ppo_humanoid: the update on one thread whatever --update-threads says"),
+    Break("benchmark/throughput.py", "action = ppo_humanoid.env_actions(mean + np.exp(logstd)",
+          "action = 0 * ppo_humanoid.env_actions(mean + np.exp(logstd)",
+          "throughput: a trained robot's bare stepping ignores its policy"),
     *(Break(script, "getattr(data, name)[...] = value.numpy()", "pass",
             f"{script[:-3]}: a resume recomputes what the last step left (Humanoid's reward moves)")
       for script in (*MUJOCO_SCRIPTS, "ppo_humanoid.py")),
@@ -215,6 +218,7 @@ FAST_TESTS = [
     "tests/test_benchmark.py::test_a_signal_taken_by_a_worker_thread_stops_the_wait_at_once",
     "tests/test_benchmark.py::test_a_run_that_finishes_as_the_grid_stops_is_handed_back_by_stop",
     "tests/test_benchmark.py::test_an_interrupt_while_an_outcome_is_recorded_waits_for_the_end_of_it",
+    "tests/test_humanoid.py::test_throughput_times_a_trained_robot_by_its_own_policy",
 ]
 
 

@@ -11,6 +11,7 @@ import sys
 import time
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
@@ -277,3 +278,46 @@ def test_bad_flags_are_one_line_and_exit_2(tmp_path, flags, flag_named):
     proc = run_script("ppo_humanoid.py", *flags, cwd=tmp_path, timeout=120)
     assert_one_line_error(proc, flag_named)
     assert not (tmp_path / "runs").exists()  # nothing half-made
+
+
+def test_throughput_times_a_trained_robot_by_its_own_policy(tmp_path, monkeypatch):
+    # benchmark/throughput.py --humanoid-checkpoint: the script continues a copy of the checkpoint (the run's own is
+    # left as it was), and bare stepping takes the checkpoint's policy's actions, not random ones
+    from benchmark import throughput
+
+    running = start_and_wait_for_training(tmp_path, *TINY, "--total-timesteps", "1000000", "--num-workers", "2")
+    running.send_signal(signal.SIGTERM)
+    running.communicate(timeout=60)
+    path = os.path.join(only_run_dir(tmp_path), "checkpoint.pt")
+    before = open(path, "rb").read()
+    assert throughput.resumed_sps("ppo_humanoid.py", path, seconds=8) > 0
+    assert open(path, "rb").read() == before
+
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["agent"]["actor_logstd"].fill_(-30.0)  # σ ≈ 0: each action is the policy's mean, which is recomputed below
+    torch.save(ckpt, path)
+    seen, step = [], ppo_humanoid.Envs.step
+
+    def recording_step(self, actions):
+        out = step(self, actions)
+        seen.append((actions.copy(), out[0].copy()))  # the actions given, and the observations they led to
+        return out
+
+    monkeypatch.setattr(ppo_humanoid.Envs, "step", recording_step)
+    threads = torch.get_num_threads()
+    try:
+        assert throughput.bare_humanoid_sps(TINY[1], steps=40, num_envs=4, checkpoint=path) > 0
+    finally:
+        torch.set_num_threads(threads)
+    ckpt = ppo_humanoid.load_checkpoint(path, "--humanoid-checkpoint")
+    saved, obs_rms = ckpt["args"], ppo_humanoid.RunningMeanStd()
+    obs_rms.load(ckpt["obs_rms"])
+    space = gym.make(TINY[1]).action_space
+    agent = ppo_humanoid.Agent(seen[0][1].shape[1], space.shape[0], hidden_sizes=saved.hidden_sizes,
+                               activation=saved.activation)  # fmt: skip
+    agent.load_state_dict(ckpt["agent"])
+    assert len(seen) == 10
+    for (_, obs), (actions, _) in zip(seen, seen[1:]):
+        with torch.inference_mode():
+            mean, _ = agent.get_policy(torch.from_numpy(ppo_humanoid.normalize_obs(obs, obs_rms, saved, update=False)))
+        np.testing.assert_allclose(actions, ppo_humanoid.env_actions(mean.numpy(), space, saved), atol=1e-6)
