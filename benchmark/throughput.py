@@ -7,7 +7,7 @@ resetting at episode ends; for Atari ale-py's AtariVectorEnv with the script's 8
 ppo_humanoid.py its own worker processes (one per core) stepping its 32 envs (--humanoid-envs), as its rollout does;
 with --humanoid-checkpoint, both from a run's trained state instead: bare stepping with the actions of its policy,
 and the script continuing a copy of the checkpoint for --humanoid-seconds (by the last SPS it logs), because MuJoCo
-steps a robot that runs at about half the speed of one that falls (RESULTS.md, §6.3).
+steps a robot that runs slower than one that falls, and an untrained one falls (RESULTS.md, §6.3).
 Measurements alternate, and the median of --repeats rounds is reported, because these machines are shared and noisy.
 
     python benchmark/throughput.py --scripts ppo_continuous.py trpo.py reinforce_baseline.py ppo_atari.py
