@@ -5,6 +5,7 @@ import glob
 import importlib
 import math
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -289,9 +290,9 @@ def test_throughput_times_a_trained_robot_by_its_own_policy(tmp_path, monkeypatc
     running.send_signal(signal.SIGTERM)
     running.communicate(timeout=60)
     path = os.path.join(only_run_dir(tmp_path), "checkpoint.pt")
-    before = open(path, "rb").read()
-    assert throughput.resumed_sps("ppo_humanoid.py", path, seconds=8) > 0
-    assert open(path, "rb").read() == before
+    before = pathlib.Path(path).read_bytes()
+    assert throughput.resumed_sps("ppo_humanoid.py", path, seconds=15) > 0  # start-up and a few iterations
+    assert pathlib.Path(path).read_bytes() == before
 
     ckpt = torch.load(path, weights_only=True)
     ckpt["agent"]["actor_logstd"].fill_(-30.0)  # σ ≈ 0: each action is the policy's mean, which is recomputed below
