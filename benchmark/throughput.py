@@ -169,7 +169,8 @@ def at_commit(script: str, commit: str, folder: str) -> str:
     """The script as it stood at `commit`, written into `folder`; its path."""
     proc = subprocess.run(["git", "show", f"{commit}:{script}"], cwd=ROOT, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"error: --base {commit}: {proc.stderr.strip()}")
+        print(f"error: --base {commit}: {proc.stderr.strip()}", file=sys.stderr)  # bad input: exit code 2
+        sys.exit(2)
     path = os.path.join(folder, script)
     with open(path, "w") as f:
         f.write(proc.stdout)

@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from benchmark import presets
+from benchmark import presets, stages
 from benchmark import run as runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -561,16 +561,35 @@ def test_ray_cluster_without_a_shared_filesystem(tmp_path, ray_cluster):
     assert [a["resumed_from"] for a in runner.read_attempts(driver_folder)] == ["runs/fake/checkpoint.pt"]
 
 
-def test_the_atari_profile_accounts_for_every_stage_of_an_iteration(tmp_path):
-    # two iterations of a small batch: every stage of the loop timed, the rows summing to the whole iteration
-    proc = subprocess.run([sys.executable, "-m", "benchmark.atari_profile", "--iterations", "2", "--warmup", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)  # fmt: skip
+@pytest.mark.parametrize("script", ["ppo_atari.py", "ppo_continuous.py"], ids=["atari", "mujoco"])
+def test_the_stage_profile_accounts_for_every_stage_of_an_iteration(script):
+    # two iterations: every stage of the loop timed, each row its own time, the rows summing to the whole iteration
+    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--script", script, "--iterations", "2",
+                           "--warmup", "1", "--alone-calls", "50"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = re.findall(r"^\| ([^|*]+?) \| (-?\d+) \| (-?[\d.]+)% \| [\d.]+ \|$", proc.stdout, re.M)
     names = [name for name, _, _ in rows]
-    assert names[:3] == ["env stepping (ale-py: emulators, preprocessing)", "rollout: forward passes (π, V)",
-                         "rollout: bookkeeping (buffers, sampling, lives)"]  # fmt: skip
-    assert "update: epochs of minibatch steps" in names and names[-1] == "the rest (loop bookkeeping, CSV)"
-    assert all(int(ms) >= 0 for name, ms, _ in rows if name != "the rest (loop bookkeeping, CSV)")
+    env_row = stages.SCRIPTS[script][1]
+    assert names[:3] == [env_row, "rollout: forward passes", "rollout: bookkeeping"]
+    assert "update: the gradient steps" in names and names[-1] == "the rest (loop bookkeeping, CSV)"
+    ms = {name: int(value) for name, value, _ in rows}
+    assert all(value >= 0 for name, value in ms.items() if name != "the rest (loop bookkeeping, CSV)")
     assert sum(float(share) for _, _, share in rows) == pytest.approx(100, abs=0.5)
-    assert int(dict((n, ms) for n, ms, _ in rows)["env stepping (ale-py: emulators, preprocessing)"]) > 0
+    assert ms[env_row] > 0 and ms["rollout: forward passes"] > 0 and ms["update: the gradient steps"] > 0
+    # own times: the rest is what no stage took, a sliver of the loop, not a stage counted twice (negative)
+    assert abs(ms["the rest (loop bookkeeping, CSV)"]) <= 0.05 * sum(ms.values())
+    calls = 128 if script == "ppo_atari.py" else 2048  # one forward pass per rollout step, Table 5's T or Table 3's
+    assert re.search(rf"forward pass \({calls} calls per iteration\): [\d.]+ us per call in the rollout, [\d.]+ us "
+                     r"alone in a loop", proc.stdout)  # fmt: skip
+
+
+def test_the_stage_profile_refuses_bad_input_in_one_line():
+    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--script", "trpo.py", "--network", "a3c"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --network is ppo_atari.py's; trpo.py has no such flag"
+    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--base", "no-such-commit"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.startswith("error: --base no-such-commit: ")
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
