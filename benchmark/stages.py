@@ -117,8 +117,9 @@ def profile(script, args: Args) -> tuple[dict[str, float], float, object, tuple[
     def timed_envs(*a, **kw):  # the env's own calls; the first reset, before the loop, is setup and not timed
         envs = make_envs(*a, **kw)
         for env in envs if isinstance(envs, list) else [envs]:
-            env.step = timed(env.step, env_name, only_in_rollout=True)
-            env.reset = timed(env.reset, env_name, only_in_rollout=True)
+            for call in ("step", "reset"):  # ppo_humanoid.py's workers reset their envs within its step
+                if hasattr(env, call):
+                    setattr(env, call, timed(getattr(env, call), env_name, only_in_rollout=True))
         return envs
 
     method = "get_policy" if hasattr(script.Agent, "get_policy") else "forward"

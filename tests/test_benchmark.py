@@ -561,10 +561,12 @@ def test_ray_cluster_without_a_shared_filesystem(tmp_path, ray_cluster):
     assert [a["resumed_from"] for a in runner.read_attempts(driver_folder)] == ["runs/fake/checkpoint.pt"]
 
 
-@pytest.mark.parametrize("script", ["ppo_atari.py", "ppo_continuous.py"], ids=["atari", "mujoco"])
+@pytest.mark.parametrize("script", ["ppo_atari.py", "ppo_continuous.py", "ppo_humanoid.py"],
+                         ids=["atari", "mujoco", "humanoid"])  # fmt: skip
 def test_the_stage_profile_accounts_for_every_stage_of_an_iteration(script):
-    # two iterations: every stage of the loop timed, each row its own time, the rows summing to the whole iteration
-    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--script", script, "--iterations", "2",
+    # one iteration after one of warm-up: every stage of the loop timed, each row its own time, the rows summing to
+    # the whole iteration
+    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--script", script, "--iterations", "1",
                            "--warmup", "1", "--alone-calls", "50"], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -579,7 +581,7 @@ def test_the_stage_profile_accounts_for_every_stage_of_an_iteration(script):
     assert ms[env_row] > 0 and ms["rollout: forward passes"] > 0 and ms["update: the gradient steps"] > 0
     # own times: the rest is what no stage took, a sliver of the loop, not a stage counted twice (negative)
     assert abs(ms["the rest (loop bookkeeping, CSV)"]) <= 0.05 * sum(ms.values())
-    calls = 128 if script == "ppo_atari.py" else 2048  # one forward pass per rollout step, Table 5's T or Table 3's
+    calls = {"ppo_atari.py": 128, "ppo_humanoid.py": 512}.get(script, 2048)  # one per rollout step: T of Table 5, 4, 3
     assert re.search(rf"forward pass \({calls} calls per iteration\): [\d.]+ us per call in the rollout, [\d.]+ us "
                      r"alone in a loop", proc.stdout)  # fmt: skip
 
