@@ -6,13 +6,17 @@ the update, its diagnostics, logging and checkpoints, as milliseconds per iterat
     python -m benchmark.stages --script ppo_atari.py --network a3c --iterations 40
     python -m benchmark.stages --script trpo.py --env-id Walker2d-v4
     python -m benchmark.stages --base b9ccc8d                             # ppo_continuous.py as at that commit
+    python -m benchmark.stages --script ppo_humanoid.py --resume CHECKPOINT   # from a run's trained state
 
 It trains the script in this process, exactly as `python SCRIPT --save-model` would, with a timer around each stage's
 function, around the env's step and reset calls in the rollout and around the rollout's forward passes of the policy
 (`Agent.get_policy`, or `Agent.forward` for ppo_atari.py); nothing else changes. Each row is a stage's own time, less
 the stages timed inside it, so "rollout: bookkeeping" is the rollout less its env calls and forward passes, and the
 update's row leaves out the diagnostics it ends with; "the rest" is the loop's time less every stage timed. The first
---warmup iterations (allocations, kernel choice) are left out.
+--warmup iterations (allocations, kernel choice) are left out. The run is the script's own, with its default length
+(its schedules anneal as in a real run), stopped after --warmup + --iterations iterations as Ctrl-C stops it; with
+--resume, a copy of a run's checkpoint continues instead, with that run's flags (a trained policy can make the env
+step slower or faster than an untrained one: RESULTS.md, §6.3).
 
 Below the table, the rollout's forward pass per call as it ran in the rollout, and the same call on the same input
 alone in a loop afterwards (the fastest of 5 blocks): a small network called once per env step, between the env's
@@ -21,12 +25,15 @@ steps, runs slower than alone (RESULTS.md, "Plain PyTorch"). Run it on an otherw
 
 import importlib
 import importlib.util
+import math
 import os
+import shutil
+import signal
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Optional
 
 import torch
@@ -70,10 +77,12 @@ class Args:
     """iterations run first and not counted"""
     network: Optional[Literal["nature", "a3c"]] = None
     """ppo_atari.py's --network (default: its own, nature)"""
-    seed: int = 1
-    """the run's seed"""
+    seed: Optional[int] = None
+    """the run's seed (default 1)"""
     alone_calls: int = 1000
     """calls of the rollout's forward pass timed alone in a loop after the run, in each of 5 blocks (fastest counts)"""
+    resume: Optional[str] = None
+    """continue a copy of this checkpoint of the script (its run's flags) instead of starting a run"""
     base: Optional[str] = None
     """time the script as it stood at this commit instead (taken with `git show` into a scratch folder)"""
 
@@ -133,17 +142,43 @@ def profile(script, args: Args) -> tuple[dict[str, float], float, object, tuple[
     script.make_envs = timed_envs
     setattr(script.Agent, method, rollout_forward)
     print_progress = script.print_progress
-    script.print_progress = lambda *a, **kw: (print_progress(*a, **kw), iteration_ends.append(time.perf_counter()))
-    env_id = args.env_id or SCRIPTS[args.script][0]
-    run_args = script.Args(env_id=env_id, seed=args.seed, save_model=True)
-    if args.network is not None:
-        run_args.network = args.network
-    run_args.total_timesteps = (args.warmup + args.iterations) * run_args.num_envs * run_args.num_steps
-    script.validate(run_args)
+    stop_lists, iterations = [], args.warmup + args.iterations
+    catch_stop_signals = script.catch_stop_signals
+
+    def end_iteration(*a, **kw):  # after the last iteration timed, stop the run as a Ctrl-C would
+        print_progress(*a, **kw)
+        iteration_ends.append(time.perf_counter())
+        if len(iteration_ends) == iterations:
+            stop_lists[-1].append(signal.SIGINT)
+
+    def catch():  # the script's list of stop requests, which end_iteration adds to
+        stop_lists.append(catch_stop_signals())
+        return stop_lists[-1]
+
+    script.print_progress, script.catch_stop_signals = end_iteration, catch
     with tempfile.TemporaryDirectory() as scratch:
+        if args.resume:  # a copy: the run's own folder is left alone
+            shutil.copy(args.resume, os.path.join(scratch, "checkpoint.pt"))
+            ckpt = script.load_resumable(os.path.join(scratch, "checkpoint.pt"), [])
+            run_args = replace(ckpt["args"], resume=os.path.join(scratch, "checkpoint.pt"))
+            left = run_args.total_timesteps - ckpt["global_step"]
+        else:
+            ckpt, run_args = None, script.Args(env_id=args.env_id or SCRIPTS[args.script][0], seed=args.seed or 1)
+            run_args.save_model = True
+            if args.network is not None:
+                run_args.network = args.network
+            run_args.total_timesteps, left = max(run_args.total_timesteps, iterations * batch_of(run_args)), math.inf
+        if left < iterations * batch_of(run_args):
+            fail(f"--resume {args.resume}: {left} steps are left in its run, fewer than {iterations} iterations")
+        script.validate(run_args)
         os.chdir(scratch)
-        script.train(run_args)
-        os.chdir(ROOT)
+        try:
+            script.train(run_args, ckpt)
+        except SystemExit as e:
+            if e.code != 128 + signal.SIGINT:  # stopped otherwise than by the stop above
+                raise
+        finally:
+            os.chdir(ROOT)
     counted = range(args.warmup, args.warmup + args.iterations)
     seconds = {name: sum(per[i] for i in counted) / args.iterations for name, per in spent.items()}
     loop = (iteration_ends[-1] - iteration_ends[args.warmup - 1]) / args.iterations
@@ -163,13 +198,23 @@ def profile(script, args: Args) -> tuple[dict[str, float], float, object, tuple[
     return seconds, loop, run_args, (seconds["rollout: forward passes"] / forward_calls, round(forward_calls), alone)
 
 
+def fail(message: str) -> None:
+    """Bad input: one line on stderr, exit code 2."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def batch_of(run_args) -> int:
+    return run_args.num_envs * run_args.num_steps
+
+
 def main(args: Args) -> None:
     if args.warmup < 1 or args.iterations < 1 or args.alone_calls < 1:
-        print("error: --warmup, --iterations and --alone-calls must be >= 1", file=sys.stderr)
-        sys.exit(2)
+        fail("--warmup, --iterations and --alone-calls must be >= 1")
     if args.network is not None and args.script != "ppo_atari.py":
-        print(f"error: --network is ppo_atari.py's; {args.script} has no such flag", file=sys.stderr)
-        sys.exit(2)
+        fail(f"--network is ppo_atari.py's; {args.script} has no such flag")
+    if args.resume and (args.env_id or args.network or args.seed is not None):
+        fail("--resume continues the checkpoint's run with its flags; drop --env-id, --network and --seed")
     if args.base:
         with tempfile.TemporaryDirectory() as scratch:
             spec = importlib.util.spec_from_file_location("base_script", at_commit(args.script, args.base, scratch))
@@ -178,7 +223,7 @@ def main(args: Args) -> None:
     else:
         script = importlib.import_module(args.script.removesuffix(".py"))
     seconds, loop, run_args, forward = profile(script, args)
-    batch = run_args.num_envs * run_args.num_steps
+    batch = batch_of(run_args)
     env_name, project_steps = SCRIPTS[args.script][1:]
     rows = [
         (env_name, seconds.pop(env_name, 0.0)),
@@ -189,6 +234,7 @@ def main(args: Args) -> None:
     hours = project_steps / batch / 3600
     network = f", --network {run_args.network}" if hasattr(run_args, "network") else ""
     title = f"{args.script}@{args.base}" if args.base else args.script
+    title += f" from {args.resume}" if args.resume else ""
     print(f"\n{title}, {run_args.env_id}{network}, {args.iterations} iterations of {batch} steps after"
           f" {args.warmup} of warm-up: {batch / loop:.0f} SPS\n")  # fmt: skip
     print(f"| stage | ms per iteration | share | hours in a {project_steps:,}-step run |\n|-|-|-|-|")

@@ -1,6 +1,7 @@
 """benchmark/run.py: the grids, a run's identity, provenance, the lock, the results table, resume, retries, and Ray."""
 
 import csv
+import glob
 import hashlib
 import importlib.metadata
 import json
@@ -19,6 +20,7 @@ import pytest
 
 from benchmark import presets, stages
 from benchmark import run as runner
+from tests.helpers import assert_one_line_error, run_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAKE = os.path.join("tests", "fake_script.py")  # a script with the real ones' CLI and none of their work
@@ -584,6 +586,29 @@ def test_the_stage_profile_accounts_for_every_stage_of_an_iteration(script):
     calls = {"ppo_atari.py": 128, "ppo_humanoid.py": 512}.get(script, 2048)  # one per rollout step: T of Table 5, 4, 3
     assert re.search(rf"forward pass \({calls} calls per iteration\): [\d.]+ us per call in the rollout, [\d.]+ us "
                      r"alone in a loop", proc.stdout)  # fmt: skip
+
+
+def test_the_stage_profile_continues_a_copy_of_a_checkpoint_and_leaves_the_run_alone(tmp_path):
+    # a run stopped after its first iterations (SIGTERM saves its checkpoint), then profiled from that trained state
+    running = run_script("ppo_continuous.py", "--total-timesteps", "1000000", "--save-model", cwd=tmp_path, wait=False)
+    deadline = time.time() + 120
+    while not glob.glob(str(tmp_path / "runs" / "*" / "checkpoint.pt")) and time.time() < deadline:
+        time.sleep(0.2)
+    running.send_signal(signal.SIGTERM)
+    running.communicate(timeout=120)
+    (checkpoint,) = glob.glob(str(tmp_path / "runs" / "*" / "checkpoint.pt"))
+    folder = os.path.dirname(checkpoint)
+    before = {name: runner.sha256_of(os.path.join(folder, name)) for name in os.listdir(folder)}
+    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--resume", checkpoint, "--iterations", "1",
+                           "--warmup", "1", "--alone-calls", "50"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"ppo_continuous.py from {checkpoint}, Hopper-v4, 1 iterations of 2048 steps" in proc.stdout
+    assert re.search(r"^\| rollout: forward passes \| \d+ \|", proc.stdout, re.M)
+    assert {name: runner.sha256_of(os.path.join(folder, name)) for name in os.listdir(folder)} == before
+    proc = subprocess.run([sys.executable, "-m", "benchmark.stages", "--resume", checkpoint, "--iterations", "1000",
+                           "--warmup", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert_one_line_error(proc, checkpoint, "steps are left in its run, fewer than 1001 iterations")
 
 
 def test_the_stage_profile_refuses_bad_input_in_one_line():
