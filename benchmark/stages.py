@@ -163,7 +163,8 @@ def profile(script, args: Args) -> tuple[dict[str, float], float, object, tuple[
             run_args = replace(ckpt["args"], resume=os.path.join(scratch, "checkpoint.pt"))
             left = run_args.total_timesteps - ckpt["global_step"]
         else:
-            ckpt, run_args = None, script.Args(env_id=args.env_id or SCRIPTS[args.script][0], seed=1 if args.seed is None else args.seed)
+            seed, env_id = 1 if args.seed is None else args.seed, args.env_id or SCRIPTS[args.script][0]
+            ckpt, run_args = None, script.Args(env_id=env_id, seed=seed)
             run_args.save_model = True
             if args.network is not None:
                 run_args.network = args.network
