@@ -87,10 +87,10 @@ class Args:
     """time the script as it stood at this commit instead (taken with `git show` into a scratch folder)"""
 
 
-def profile(script, args: Args) -> tuple[dict[str, float], float, object, tuple[float, int, float]]:
+def profile(script, args: Args) -> tuple[dict[str, float], float, object, Optional[tuple[float, int, float]]]:
     """Seconds per iteration of each stage (its own time) and of the whole iteration, over the iterations after the
     warm-up; the run's flags; and the rollout's forward pass: seconds per call in the rollout, calls per iteration, and
-    seconds per call alone in a loop."""
+    seconds per call alone in a loop (None when the rollout calls none)."""
     iteration_ends = []  # print_progress closes each iteration: its end marks the iteration's end
     spent = defaultdict(lambda: defaultdict(float))  # stage -> iteration (0-based) -> seconds of its own
     active = []  # [name, seconds spent in timed calls inside it] of each timed call in progress, innermost last

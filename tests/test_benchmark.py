@@ -593,6 +593,7 @@ def test_the_stage_profile_continues_a_copy_of_a_checkpoint_and_leaves_the_run_a
     running = run_script("ppo_continuous.py", "--total-timesteps", "1000000", "--save-model", cwd=tmp_path, wait=False)
     deadline = time.time() + 120
     while not glob.glob(str(tmp_path / "runs" / "*" / "checkpoint.pt")) and time.time() < deadline:
+        assert running.poll() is None, running.communicate()
         time.sleep(0.2)
     running.send_signal(signal.SIGTERM)
     running.communicate(timeout=120)
