@@ -66,7 +66,8 @@ def test_a_policy_file_loads_anywhere_with_weights_only_and_holds_what_acting_ne
     # provenance: the finished run's row of the results table, at the run's last step
     with open(os.path.join(ROOT, policy["table"]), newline="") as f:
         (row,) = [r for r in csv.DictReader(f) if r["name"] == policy["run"]]
-    assert json.loads(row["args"]) == policy["args"] and row["script"] == policy["script"]
+    as_recorded = json.loads(json.dumps(policy["args"]))  # the table's JSON holds a tuple flag as a list
+    assert json.loads(row["args"]) == as_recorded and row["script"] == policy["script"]
     assert (row["commit"], row["script_sha256"]) == (policy["commit"], policy["script_sha256"])
     batch = flags.num_envs * flags.num_steps
     assert policy["global_step"] == flags.total_timesteps // batch * batch
