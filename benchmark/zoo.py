@@ -6,6 +6,7 @@ table: the script, its commit and sha256), then the score the script's own evalu
     python -m benchmark.zoo score models/breakout.pt --eval-episodes 30  # runs the evaluation, records it in the file
     python -m benchmark.zoo table models/*.pt                          # the rows of models/README.md's table
     python -m benchmark.zoo strip CHECKPOINT --out strip.png            # Figure 5: a humanoid turns to a new flag
+    python -m benchmark.zoo clip models/humanoid-run.pt --out clip.webp  # §6.3: a few seconds of a humanoid policy
 
 A file keeps no optimizer, RNG or env state, so it can be watched (--eval-checkpoint) but not resumed, and it holds
 only tensors and plain Python values, so it loads with torch.load(path, weights_only=True).
@@ -226,23 +227,21 @@ def side_by_side(images: list, labels: list[str]):
     return sheet
 
 
-def strip(cmd: Strip) -> list[dict]:
-    """Write the strip to cmd.out and print each frame's angle to the flag; return the frames' records."""
+def humanoid_player(path: str, command: str, width: int, height: int, flag_task: bool = False):
+    """A ppo_humanoid.py policy as its evaluation plays it (its network, the Gaussian's mean, the frozen statistics)
+    in its task made to render width x height: returns (env, act, the policy's flags). With flag_task, a task without
+    a flag is refused."""
     # imported here: the other commands need neither the training script nor MuJoCo, whose imports take seconds
     import humanoid_flagrun
     import ppo_humanoid
 
-    for name in ("frames", "every", "episodes", "width", "height"):
-        if getattr(cmd, name) < 1:
-            fail(f"--{name} must be positive, got {getattr(cmd, name)}")
-    ckpt = ppo_humanoid.load_checkpoint(cmd.policy, "strip")  # another script's file, not a checkpoint: one line
+    ckpt = ppo_humanoid.load_checkpoint(path, command)  # another script's file, not a checkpoint: one line
     saved = ckpt["args"]
-    env = ppo_humanoid.make_env_or_fail(saved.env_id, f"strip {cmd.policy}", render_mode="rgb_array",
-                                        width=cmd.width, height=cmd.height)  # fmt: skip
-    if not isinstance(env.unwrapped, humanoid_flagrun.HumanoidEnv) or env.unwrapped.task == "run":
-        fail(f"{cmd.policy}: a policy of {saved.env_id}, which has no flag to move; a strip needs a flag task of "
+    env = ppo_humanoid.make_env_or_fail(saved.env_id, f"{command} {path}", render_mode="rgb_array",
+                                        width=width, height=height)  # fmt: skip
+    if flag_task and (not isinstance(env.unwrapped, humanoid_flagrun.HumanoidEnv) or env.unwrapped.task == "run"):
+        fail(f"{path}: a policy of {saved.env_id}, which has no flag to move; a strip needs a flag task of "
              "humanoid_flagrun.py (HumanoidFlagrun-v0, HumanoidFlagrunHarder-v0)")  # fmt: skip
-    # the policy as ppo_humanoid.py's evaluate() plays it: its network, the Gaussian's mean, the frozen statistics
     agent = ppo_humanoid.Agent(env.observation_space.shape[0], env.action_space.shape[0],
                                hidden_sizes=saved.hidden_sizes, activation=saved.activation)  # fmt: skip
     obs_rms = ppo_humanoid.RunningMeanStd()
@@ -250,7 +249,7 @@ def strip(cmd: Strip) -> list[dict]:
         agent.load_state_dict(ckpt["agent"])
         obs_rms.load(ckpt["obs_rms"])
     except Exception as e:
-        fail(f"{cmd.policy}: its weights do not fit {saved.env_id} ({ppo_humanoid.describe(e)})")
+        fail(f"{path}: its weights do not fit {saved.env_id} ({ppo_humanoid.describe(e)})")
 
     def act(obs):
         with torch.inference_mode():
@@ -258,6 +257,23 @@ def strip(cmd: Strip) -> list[dict]:
             mean, _ = agent.get_policy(torch.from_numpy(normalized))
         return ppo_humanoid.env_actions(mean[0].numpy(), env.action_space, saved)
 
+    # gymnasium's Humanoid-v4 films through its model's camera that follows the robot, as the script's --capture-video
+    return ppo_humanoid.follow_robot(env), act, saved
+
+
+def check_positive(cmd, names: tuple[str, ...]) -> None:
+    for name in names:
+        if not getattr(cmd, name) > 0:
+            fail(f"--{name} must be positive, got {getattr(cmd, name)}")
+
+
+def strip(cmd: Strip) -> list[dict]:
+    """Write the strip to cmd.out and print each frame's angle to the flag; return the frames' records."""
+    import humanoid_flagrun
+    import ppo_humanoid
+
+    check_positive(cmd, ("frames", "every", "episodes", "width", "height"))
+    env, act, saved = humanoid_player(cmd.policy, "strip", cmd.width, cmd.height, flag_task=True)
     # The camera is the env's own render(): it follows the torso from 4 m behind it on the line to the flag (20° off
     # it), so the robot is at the center and the flag ahead in view at any distance; at the move it swings round to
     # the new flag, and the turn shows as the robot coming round to face away from the camera. The model's "track"
@@ -291,6 +307,73 @@ def strip(cmd: Strip) -> list[dict]:
     return taken
 
 
+@dataclass
+class Clip:
+    """A few seconds of a ppo_humanoid.py policy as an animated WebP, which plays, looping, in a browser and where
+    the README shows a picture (§6.3's short videos; the script's --capture-video films whole episodes as mp4): its
+    deterministic policy plays one episode, and a frame is kept every --every steps, shown for as long as they last,
+    so the clip runs at the task's own speed. The clip ends early where the episode does (a fall)."""
+
+    policy: tyro.conf.Positional[str]
+    """a policy file or a run's checkpoint of ppo_humanoid.py, on any of its tasks"""
+    out: str = "clip.webp"
+    """the animated WebP to write"""
+    seconds: float = 6.0
+    """seconds of the task's time to show"""
+    start: int = 0
+    """steps to play before the first frame"""
+    every: int = 4
+    """steps per frame: 4 steps of 0.0165 s (HumanoidRun and the flag tasks; Humanoid-v4's are 0.015 s) are 15
+    frames a second"""
+    seed: Optional[int] = None
+    """the episode's seed (default: the first seed of the script's --eval-checkpoint)"""
+    width: int = 240
+    """pixels per frame"""
+    height: int = 240
+    """pixels per frame"""
+    quality: int = 50
+    """WebP's quality, 0 to 100: 50 keeps 6 s of a 240 x 240 humanoid under 1 MB"""
+
+
+def clip(cmd: Clip) -> dict:
+    """Write the clip to cmd.out and print what it shows; return its record (the frames' steps, the return)."""
+    import ppo_humanoid
+
+    check_positive(cmd, ("seconds", "every", "width", "height"))
+    if not (cmd.start >= 0 and 0 <= cmd.quality <= 100):
+        fail(f"--start must be >= 0 and --quality lie in [0, 100], got {cmd.start} and {cmd.quality}")
+    env, act, saved = humanoid_player(cmd.policy, "clip", cmd.width, cmd.height)
+    dt = env.unwrapped.dt
+    frames_wanted = max(1, round(cmd.seconds / (cmd.every * dt)))
+    seed = saved.seed + 10_000 if cmd.seed is None else cmd.seed
+    obs, _ = env.reset(seed=seed)
+    frames, steps, total, step, ended = [], [], 0.0, 0, None
+    while len(frames) < frames_wanted:
+        if step >= cmd.start and (step - cmd.start) % cmd.every == 0:
+            frames.append(Image.fromarray(env.render()))
+            steps.append(step)
+        obs, reward, terminated, truncated, _ = env.step(act(obs))
+        total, step = total + float(reward), step + 1
+        if terminated or truncated:
+            ended = "fell" if terminated else "reached its time limit"
+            break
+    env.close()
+    if not frames:
+        fail(f"{cmd.policy}: the episode of seed {seed} {ended} at step {step}, before --start {cmd.start}")
+    try:
+        os.makedirs(os.path.dirname(cmd.out) or ".", exist_ok=True)
+        frames[0].save(cmd.out, format="WEBP", save_all=True, append_images=frames[1:], loop=0,
+                       duration=round(1000 * cmd.every * dt), quality=cmd.quality, method=6)  # fmt: skip
+    except OSError as e:
+        fail(f"--out {cmd.out}: cannot write ({ppo_humanoid.describe(e)})")
+    shown = len(frames) * cmd.every * dt
+    end = f"; the episode {ended} at step {step}" if ended else ""
+    print(f"{saved.env_id}, seed {seed}: steps {steps[0]} to {steps[-1]} ({len(frames)} frames, {shown:.1f} s), "
+          f"return {total:.1f} from the reset{end}")  # fmt: skip
+    print(cmd.out)
+    return {"seed": seed, "steps": steps, "return": total, "ended": ended}
+
+
 if __name__ == "__main__":
-    command = tyro.cli(Export | Score | Table | Strip, description=__doc__)
-    {Export: export, Score: score, Table: table, Strip: strip}[type(command)](command)
+    command = tyro.cli(Export | Score | Table | Strip | Clip, description=__doc__)
+    {Export: export, Score: score, Table: table, Strip: strip, Clip: clip}[type(command)](command)

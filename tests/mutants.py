@@ -181,6 +181,10 @@ BREAKS = [
           "throughput: a trained robot's bare stepping ignores its policy"),
     Break("benchmark/stages.py", "spent[name][len(iteration_ends)] += total - inner",
           "spent[name][len(iteration_ends)] += total", "stages: a stage's row counts the stages timed inside it"),
+    Break("benchmark/zoo.py", "duration=round(1000 * cmd.every * dt)", "duration=round(1000 * dt)",
+          "zoo: a clip plays --every times faster than the task"),
+    Break("benchmark/zoo.py", "if step >= cmd.start and (step - cmd.start) % cmd.every == 0:",
+          "if step % cmd.every == 0:", "zoo: a clip ignores --start"),
     *(Break(script, "getattr(data, name)[...] = value.numpy()", "pass",
             f"{script[:-3]}: a resume recomputes what the last step left (Humanoid's reward moves)")
       for script in (*MUJOCO_SCRIPTS, "ppo_humanoid.py")),
@@ -222,6 +226,7 @@ FAST_TESTS = [
     "tests/test_benchmark.py::test_an_interrupt_while_an_outcome_is_recorded_waits_for_the_end_of_it",
     "tests/test_humanoid.py::test_throughput_times_a_trained_robot_by_its_own_policy",
     "tests/test_benchmark.py::test_the_stage_profile_accounts_for_every_stage_of_an_iteration[mujoco]",
+    "tests/test_zoo.py::test_clip_shows_every_few_steps_of_the_policy_at_the_tasks_speed",
 ]
 
 

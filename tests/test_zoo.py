@@ -240,15 +240,17 @@ def flagrun_policy(tmp_path, env_id: str = "humanoid_flagrun:HumanoidFlagrun-v0"
     return str(tmp_path / "flagrun.pt")
 
 
-def strip(capsys, *words: str) -> SimpleNamespace:
-    """`python -m benchmark.zoo strip words` in this process: the exit code, stdout, stderr and the frames."""
-    frames, code = None, 0
+def zoo_cli(capsys, command: str, *words: str) -> SimpleNamespace:
+    """`python -m benchmark.zoo command words` in this process: the exit code, stdout, stderr and what it returned
+    (strip: the frames' records; clip: the clip's)."""
+    cls, run = {"strip": (zoo.Strip, zoo.strip), "clip": (zoo.Clip, zoo.clip)}[command]
+    result, code = None, 0
     try:
-        frames = zoo.strip(tyro.cli(zoo.Strip, args=list(words)))
+        result = run(tyro.cli(cls, args=list(words)))
     except SystemExit as e:
         code = e.code
     out, err = capsys.readouterr()
-    return SimpleNamespace(returncode=code, stdout=out, stderr=err, frames=frames)
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err, result=result)
 
 
 @needs_gl
@@ -257,10 +259,10 @@ def test_strip_shows_the_frames_from_the_flag_move_side_by_side(tmp_path, monkey
     # that ignored the move to be full before it)
     monkeypatch.setattr(humanoid_flagrun, "FLAG_TIMEOUT", 20)
     out = tmp_path / "figures" / "strip.png"
-    proc = strip(capsys, flagrun_policy(tmp_path), "--out", str(out), "--frames", "3", "--every", "4",
+    proc = zoo_cli(capsys, "strip", flagrun_policy(tmp_path), "--out", str(out), "--frames", "3", "--every", "4",
                  "--width", "64", "--height", "48")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    frames = proc.frames
+    frames = proc.result
     # the timer counts reset's observation, so the flag moves in step 19; a frame there and every 4 steps after
     assert [(f["after_move"], f["step"]) for f in frames] == [(0, 19), (4, 23), (8, 27)]
     assert all(np.array_equal(f["flag"], frames[0]["flag"]) for f in frames)  # one flag throughout
@@ -290,7 +292,9 @@ def test_strip_shows_the_frames_from_the_flag_move_side_by_side(tmp_path, monkey
 )  # fmt: skip
 def test_strip_refuses_what_it_cannot_film_in_one_line(tmp_path, capsys, make, words):
     out = tmp_path / "strip.png"
-    proc = strip(capsys, make(tmp_path), "--out", str(out), "--episodes", "1", "--width", "64", "--height", "48")
+    proc = zoo_cli(
+        capsys, "strip", make(tmp_path), "--out", str(out), "--episodes", "1", "--width", "64", "--height", "48"
+    )
     assert_one_line_error(proc, *words)
     assert not out.exists()
 
@@ -300,3 +304,68 @@ def test_strip_refuses_a_hopper_policy_in_one_line(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert_one_line_error(proc, "hopper.pt", "a policy of ppo_continuous.py, not of ppo_humanoid.py")
     assert not (tmp_path / "s.png").exists()
+
+
+def clip_frames(path) -> tuple[list, list[int]]:
+    """The frames of an animated WebP, as RGB arrays, and how long each is shown (ms)."""
+    from PIL import Image
+
+    frames, durations = [], []
+    with Image.open(path) as image:
+        assert image.format == "WEBP"
+        for i in range(image.n_frames):
+            image.seek(i)
+            frames.append(np.asarray(image.convert("RGB")).astype(int))
+            durations.append(image.info["duration"])
+    return frames, durations
+
+
+@needs_gl
+def test_clip_shows_every_few_steps_of_the_policy_at_the_tasks_speed(tmp_path, capsys):
+    out = tmp_path / "videos" / "run.webp"
+    policy = flagrun_policy(tmp_path, "humanoid_flagrun:HumanoidRun-v0")
+    words = ["--every", "3", "--start", "2", "--width", "64", "--height", "48", "--quality", "90"]
+    # 0.3 s of 0.0165 s steps, a frame every 3: 6 frames, the steps 2, 5, ... 17 (an untrained robot stands that long)
+    proc = zoo_cli(capsys, "clip", policy, "--out", str(out), "--seconds", "0.3", *words)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.result["steps"] == [2, 5, 8, 11, 14, 17] and proc.result["ended"] is None
+    assert proc.stdout.splitlines() == [
+        f"humanoid_flagrun:HumanoidRun-v0, seed 10001: steps 2 to 17 (6 frames, 0.3 s), return "
+        f"{proc.result['return']:.1f} from the reset", str(out)]  # fmt: skip
+    frames, durations = clip_frames(out)
+    assert durations == [round(3 * 16.5)] * 6  # each frame lasts its 3 steps: the task's own speed
+    assert all(f.shape == (48, 64, 3) and f.std() > 5 for f in frames)  # rendered scenes
+    assert np.abs(frames[0] - frames[-1]).max() > 50  # the robot moves
+    # the same seed plays the same episode, frame for frame
+    again = zoo_cli(capsys, "clip", policy, "--out", str(tmp_path / "again.webp"), "--seconds", "0.3", *words)
+    assert again.result == proc.result
+    assert all((a == b).all() for a, b in zip(clip_frames(tmp_path / "again.webp")[0], frames))
+
+
+@needs_gl
+def test_a_clip_ends_where_its_episode_does(tmp_path, capsys):
+    out = tmp_path / "fall.webp"
+    proc = zoo_cli(capsys, "clip", flagrun_policy(tmp_path, "humanoid_flagrun:HumanoidRun-v0"), "--out", str(out),
+                "--seconds", "30", "--width", "64", "--height", "48")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = proc.result  # an untrained robot falls within about 40 steps, long before 30 s
+    assert record["ended"] == "fell" and len(record["steps"]) < 20 and "the episode fell at step" in proc.stdout
+    assert len(clip_frames(out)[0]) == len(record["steps"])
+
+
+@pytest.mark.parametrize(
+    "make, flags, words",
+    [(lambda tmp: str(tmp / "missing.pt"), [], ["missing.pt", "cannot load checkpoint"]),
+     (lambda tmp: HOPPER, [], ["hopper.pt", "a policy of ppo_continuous.py, not of ppo_humanoid.py"]),
+     (lambda tmp: flagrun_policy(tmp, "Humanoid-v4"), [], ["weights do not fit Humanoid-v4"]),
+     (lambda tmp: flagrun_policy(tmp, "humanoid_flagrun:HumanoidRun-v0"), ["--start", "500"],
+      ["fell", "before --start 500"]),
+     (flagrun_policy, ["--seconds", "0"], ["--seconds must be positive"]),
+     (flagrun_policy, ["--quality", "101"], ["--quality lie in [0, 100]"])],
+    ids=["missing-file", "another-scripts-policy", "another-task", "falls-before-the-start", "no-time", "quality"],
+)  # fmt: skip
+def test_clip_refuses_what_it_cannot_film_in_one_line(tmp_path, capsys, make, flags, words):
+    out = tmp_path / "clip.webp"
+    proc = zoo_cli(capsys, "clip", make(tmp_path), "--out", str(out), "--width", "64", "--height", "48", *flags)
+    assert_one_line_error(proc, *words)
+    assert not out.exists()
