@@ -13,6 +13,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -230,12 +231,13 @@ def test_a_mujoco_script_refuses_what_it_cannot_use_in_one_line(tmp_path, argv, 
     assert_one_line_error(run_script("ppo_continuous.py", *argv, cwd=tmp_path, timeout=120), *words)
 
 
-def flagrun_policy(tmp_path, env_id: str = "humanoid_flagrun:HumanoidFlagrun-v0") -> str:
-    """An untrained policy file of ppo_humanoid.py: a small network, statistics that leave the observation as it is."""
+def flagrun_policy(tmp_path, env_id: str = "humanoid_flagrun:HumanoidFlagrun-v0", obs_dim: int = 44) -> str:
+    """An untrained policy file of ppo_humanoid.py: a small network, statistics that leave the observation as it is
+    (Roboschool's tasks observe 44 values, Humanoid-v4 376)."""
     args = ppo_humanoid.Args(env_id=env_id, hidden_sizes=(16,))
-    agent = ppo_humanoid.Agent(44, 17, hidden_sizes=(16,))
+    agent = ppo_humanoid.Agent(obs_dim, 17, hidden_sizes=(16,))
     policy = {"script": "ppo_humanoid.py", "args": vars(args), "agent": agent.state_dict(),
-              "obs_rms": ppo_humanoid.RunningMeanStd((44,)).state()}  # fmt: skip
+              "obs_rms": ppo_humanoid.RunningMeanStd((obs_dim,)).state()}  # fmt: skip
     torch.save(policy, tmp_path / "flagrun.pt")
     return str(tmp_path / "flagrun.pt")
 
@@ -340,6 +342,27 @@ def test_clip_shows_every_few_steps_of_the_policy_at_the_tasks_speed(tmp_path, c
     again = zoo_cli(capsys, "clip", policy, "--out", str(tmp_path / "again.webp"), "--seconds", "0.3", *words)
     assert again.result == proc.result
     assert all((a == b).all() for a, b in zip(clip_frames(tmp_path / "again.webp")[0], frames))
+
+
+@needs_gl
+def test_clip_films_humanoid_v4_through_the_camera_that_follows_the_robot(tmp_path, capsys):
+    out = tmp_path / "v4.webp"
+    proc = zoo_cli(capsys, "clip", flagrun_policy(tmp_path, "Humanoid-v4", obs_dim=376), "--out", str(out),
+                   "--seconds", "0.24", "--width", "64", "--height", "48", "--quality", "90")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.result["steps"] == [0, 4, 8, 12] and proc.stdout.startswith("Humanoid-v4, seed 10001: steps 0 to 12")
+    frames, durations = clip_frames(out)
+    assert durations == [60] * 4 and all(f.std() > 5 for f in frames)  # Humanoid-v4's steps are 0.015 s
+    # its first frame is the reset's scene through the model's "track" camera, as --capture-video films it, not
+    # through gymnasium's default view
+    views = {}
+    for name, follow in (("track", True), ("default", False)):
+        env = gym.make("Humanoid-v4", render_mode="rgb_array", width=64, height=48)
+        env = ppo_humanoid.follow_robot(env) if follow else env
+        env.reset(seed=10001)
+        views[name] = np.abs(env.render().astype(int) - frames[0]).mean()
+        env.close()
+    assert views["track"] * 5 < views["default"]  # WebP is lossy: a few levels off on the same view, not tens
 
 
 @needs_gl
