@@ -237,6 +237,7 @@ def humanoid_player(path: str, command: str, width: int, height: int, flag_task:
 
     ckpt = ppo_humanoid.load_checkpoint(path, command)  # another script's file, not a checkpoint: one line
     saved = ckpt["args"]
+    os.environ.setdefault("MUJOCO_GL", "egl")  # headless as --capture-video, unless the user chose another backend
     env = ppo_humanoid.make_env_or_fail(saved.env_id, f"{command} {path}", render_mode="rgb_array",
                                         width=width, height=height)  # fmt: skip
     if flag_task and (not isinstance(env.unwrapped, humanoid_flagrun.HumanoidEnv) or env.unwrapped.task == "run"):

@@ -345,7 +345,8 @@ def test_clip_shows_every_few_steps_of_the_policy_at_the_tasks_speed(tmp_path, c
 
 
 @needs_gl
-def test_clip_films_humanoid_v4_through_the_camera_that_follows_the_robot(tmp_path, capsys):
+def test_clip_films_humanoid_v4_through_the_camera_that_follows_the_robot(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("MUJOCO_GL", raising=False)  # headless without being told, as gymnasium's envs are not
     out = tmp_path / "v4.webp"
     proc = zoo_cli(capsys, "clip", flagrun_policy(tmp_path, "Humanoid-v4", obs_dim=376), "--out", str(out),
                    "--seconds", "0.24", "--width", "64", "--height", "48", "--quality", "90")  # fmt: skip
