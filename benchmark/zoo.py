@@ -262,10 +262,13 @@ def humanoid_player(path: str, command: str, width: int, height: int, flag_task:
     return ppo_humanoid.follow_robot(env), act, saved
 
 
-def check_positive(cmd, names: tuple[str, ...]) -> None:
-    for name in names:
+def check_flags(cmd, positive: tuple[str, ...]) -> None:
+    """One line and exit code 2 for a flag of strip or clip out of its range."""
+    for name in positive:
         if not getattr(cmd, name) > 0:
             fail(f"--{name} must be positive, got {getattr(cmd, name)}")
+    if cmd.seed is not None and cmd.seed < 0:  # gymnasium's seeds are non-negative
+        fail(f"--seed must be >= 0, got {cmd.seed}")
 
 
 def strip(cmd: Strip) -> list[dict]:
@@ -273,7 +276,7 @@ def strip(cmd: Strip) -> list[dict]:
     import humanoid_flagrun
     import ppo_humanoid
 
-    check_positive(cmd, ("frames", "every", "episodes", "width", "height"))
+    check_flags(cmd, ("frames", "every", "episodes", "width", "height"))
     env, act, saved = humanoid_player(cmd.policy, "strip", cmd.width, cmd.height, flag_task=True)
     # The camera is the env's own render(): it follows the torso from 4 m behind it on the line to the flag (20° off
     # it), so the robot is at the center and the flag ahead in view at any distance; at the move it swings round to
@@ -340,7 +343,7 @@ def clip(cmd: Clip) -> dict:
     """Write the clip to cmd.out and print what it shows; return its record (the frames' steps, the return)."""
     import ppo_humanoid
 
-    check_positive(cmd, ("seconds", "every", "width", "height"))
+    check_flags(cmd, ("seconds", "every", "width", "height"))
     if not (cmd.start >= 0 and 0 <= cmd.quality <= 100):
         fail(f"--start must be >= 0 and --quality lie in [0, 100], got {cmd.start} and {cmd.quality}")
     env, act, saved = humanoid_player(cmd.policy, "clip", cmd.width, cmd.height)

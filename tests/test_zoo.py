@@ -385,8 +385,10 @@ def test_a_clip_ends_where_its_episode_does(tmp_path, capsys):
      (lambda tmp: flagrun_policy(tmp, "humanoid_flagrun:HumanoidRun-v0"), ["--start", "500"],
       ["fell", "before --start 500"]),
      (flagrun_policy, ["--seconds", "0"], ["--seconds must be positive"]),
-     (flagrun_policy, ["--quality", "101"], ["--quality lie in [0, 100]"])],
-    ids=["missing-file", "another-scripts-policy", "another-task", "falls-before-the-start", "no-time", "quality"],
+     (flagrun_policy, ["--quality", "101"], ["--quality lie in [0, 100]"]),
+     (flagrun_policy, ["--seed", "-1"], ["--seed must be >= 0, got -1"])],
+    ids=["missing-file", "another-scripts-policy", "another-task", "falls-before-the-start", "no-time", "quality",
+         "negative-seed"],
 )  # fmt: skip
 def test_clip_refuses_what_it_cannot_film_in_one_line(tmp_path, capsys, make, flags, words):
     out = tmp_path / "clip.webp"
