@@ -285,11 +285,7 @@ def total_loss(policy_obj, v_loss, entropy, vf_coef: float, ent_coef: float):
 
 def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
     # §4: d < d_targ / 1.5 → β ← β / 2;  d > d_targ × 1.5 → β ← β × 2
-    if kl < kl_target / 1.5:
-        return kl_beta / 2
-    if kl > kl_target * 1.5:
-        return kl_beta * 2
-    return kl_beta
+    return kl_beta / 2 if kl < kl_target / 1.5 else kl_beta * 2 if kl > kl_target * 1.5 else kl_beta
 
 
 def check_on_policy(logprob: torch.Tensor, old_logprob: torch.Tensor) -> None:
@@ -753,17 +749,13 @@ def load_checkpoint(path: str, flag: str) -> dict:
     """A run's checkpoint, or a policy file of models/ (the weights, the flags and where they came from, as
     models/README.md lists). Both hold only tensors and plain Python values, so they load with weights_only=True."""
     script = os.path.basename(__file__)
-    try:
+    try:  # missing, truncated, not a checkpoint, an older version's flags: all the same to the user
         ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        trained_by = ckpt.get("script", script)  # a policy file names its script; a run's checkpoint is this one's
-    except Exception as e:  # missing, truncated, not a checkpoint: all the same to the user
-        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
-    if trained_by != script:  # said before the flags are read, which another script's do not fit
-        fail(f"{flag} {path}: a policy of {trained_by}, not of {script}")
-    try:
-        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        if ckpt.get("script", script) != script:  # a policy file names its script; another script's flags won't fit
+            fail(f"{flag} {path}: a policy of {ckpt['script']}, not of {script}")
+        ckpt["args"] = Args(**ckpt["args"])
         return ckpt
-    except Exception as e:
+    except Exception as e:  # fail() exits with SystemExit, which is no Exception: it passes through
         fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
 
 

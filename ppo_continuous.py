@@ -42,8 +42,7 @@ class Args:
     wandb_project_name: str = "ppo-paper"
     """the wandb project (the entity is your default, or WANDB_ENTITY)"""
     capture_video: bool = False
-    """record episodes of env 0 to runs/{run_name}/videos; with --eval-checkpoint, every evaluation episode (needs
-    moviepy; MuJoCo renders headless with MUJOCO_GL=egl, the default here, or osmesa)"""
+    """film env 0's episodes to runs/{run_name}/videos, or every --eval-checkpoint episode (needs moviepy; headless)"""
     save_model: bool = False
     """write runs/{run_name}/checkpoint.pt after every iteration (Ctrl-C and SIGTERM always save)"""
     resume: Optional[str] = None
@@ -93,8 +92,7 @@ class Args:
     orthogonal_init: bool = True
     """[not in paper] orthogonal weights (gain √2; policy head 0.01, value head 1), zero biases (ppo2; ppo1: normc)"""
     normc_init: bool = False
-    """[not in paper] ppo1's init instead (mlp_policy.py): each unit's weights a Gaussian vector rescaled to norm 1
-    (policy head 0.01), zero biases; overrides --orthogonal-init"""
+    """[not in paper] ppo1's init, over --orthogonal-init: each unit's weights Gaussian scaled to norm 1 (head 0.01)"""
     adam_eps: float = 1e-5
     """[not in paper] Adam's epsilon (ppo2 1e-5; ppo1 at release and PyTorch 1e-8): damps steps on tiny gradients"""
     anneal_lr: bool = True
@@ -118,16 +116,14 @@ class Args:
     reward_clip: float = 10.0
     """[not in paper] clip scaled rewards to [-reward_clip, reward_clip] (ppo2)"""
     max_grad_norm: Optional[float] = 0.5
-    """[not in paper] clip the global gradient norm of each minibatch step to this (ppo2 0.5); None or inf: no clip
-    (ppo1)"""
+    """[not in paper] clip each minibatch step's global gradient norm to this (ppo2 0.5); None or inf: none (ppo1)"""
     clip_vloss: bool = False
     """[not in paper] clip V's change like the ratio (ppo1 at release, ppo2); off: with it 2 of 3 IDP runs fell"""
     clip_actions: bool = True
     """[not in paper] the env sees the sampled action clipped to its bounds (CleanRL); off, it sees the sample itself,
     as in ppo1 and ppo2, and MuJoCo charges its control cost on the unclipped action"""
     bootstrap_truncated: bool = True
-    """[ours] bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as ppo1, ppo2
-    and CleanRL do"""
+    """[ours] bootstrap a time-limit truncation from V(real final obs); off: a termination (ppo1, ppo2, CleanRL)"""
 
 
 # NETWORKS: the policy and the value function
@@ -235,11 +231,7 @@ def total_loss(policy_obj, v_loss, entropy, vf_coef: float, ent_coef: float):
 
 def update_kl_beta(kl_beta: float, kl: float, kl_target: float) -> float:
     # §4: d < d_targ / 1.5 → β ← β / 2;  d > d_targ × 1.5 → β ← β × 2
-    if kl < kl_target / 1.5:
-        return kl_beta / 2
-    if kl > kl_target * 1.5:
-        return kl_beta * 2
-    return kl_beta
+    return kl_beta / 2 if kl < kl_target / 1.5 else kl_beta * 2 if kl > kl_target * 1.5 else kl_beta
 
 
 def check_on_policy(logprob: torch.Tensor, old_logprob: torch.Tensor) -> None:
@@ -315,11 +307,9 @@ def normalize_obs(obs: np.ndarray, obs_rms: RunningMeanStd, args: Args, update: 
         return obs.astype(np.float32)
     if update:
         obs_rms.update(obs)
-    if args.obs_std_floor:  # [not in paper] ppo1: std = sqrt(max(var, floor²))
-        obs = (obs - obs_rms.mean) / np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2))
-    else:
-        obs = (obs - obs_rms.mean) / np.sqrt(obs_rms.var + 1e-8)
-    return obs.clip(-args.obs_clip, args.obs_clip).astype(np.float32)
+    # [not in paper] std = sqrt(max(var, floor²)) (ppo1), or sqrt(var + 1e-8) (ppo2)
+    std = np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2) if args.obs_std_floor else obs_rms.var + 1e-8)
+    return ((obs - obs_rms.mean) / std).clip(-args.obs_clip, args.obs_clip).astype(np.float32)
 
 
 def scale_rewards(raw_reward: np.ndarray, carry: "Carry", args: Args) -> np.ndarray:
@@ -443,11 +433,9 @@ def flatten_batch(rollout: dict, advantages: np.ndarray, values: np.ndarray, dev
 
 
 def refresh_obs_stats(agent: Agent, rollout: dict, batch: dict, carry: Carry, args: Args) -> None:
-    """[not in paper] --obs-stats-update batch, ppo1's order: the rollout acted, and the advantages were estimated, on
-    observations normalized by the statistics of before the rollout; now the statistics take in the rollout's
-    observations, and the batch's observations and the next rollout's first one are normalized anew. π_θold and V_old
-    are then π_θ and V at the renormalized observations (ppo1's oldpi), so the update scores the actions under a
-    slightly other π_θold than the rollout sampled them from: ppo1 did so."""
+    """[not in paper] --obs-stats-update batch, ppo1's order: the statistics take in the rollout's observations only
+    now, after the advantages, and the batch and the next rollout's first observation are normalized anew. π_θold and
+    V_old are π_θ and V at the renormalized observations, as ppo1's oldpi: not quite what the rollout sampled from."""
     raw = rollout["raw_obs"].reshape(len(batch["obs"]), -1)  # (B, obs_dim)
     carry.obs_rms.update(raw)
     batch["obs"] = torch.from_numpy(normalize_obs(raw, carry.obs_rms, args, update=False)).to(batch["obs"].device)
@@ -659,17 +647,13 @@ def load_checkpoint(path: str, flag: str) -> dict:
     """A run's checkpoint, or a policy file of models/ (the weights, the flags and where they came from, as
     models/README.md lists). Both hold only tensors and plain Python values, so they load with weights_only=True."""
     script = os.path.basename(__file__)
-    try:
+    try:  # missing, truncated, not a checkpoint, an older version's flags: all the same to the user
         ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        trained_by = ckpt.get("script", script)  # a policy file names its script; a run's checkpoint is this one's
-    except Exception as e:  # missing, truncated, not a checkpoint: all the same to the user
-        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
-    if trained_by != script:  # said before the flags are read, which another script's do not fit
-        fail(f"{flag} {path}: a policy of {trained_by}, not of {script}")
-    try:
-        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        if ckpt.get("script", script) != script:  # a policy file names its script; another script's flags won't fit
+            fail(f"{flag} {path}: a policy of {ckpt['script']}, not of {script}")
+        ckpt["args"] = Args(**ckpt["args"])
         return ckpt
-    except Exception as e:
+    except Exception as e:  # fail() exits with SystemExit, which is no Exception: it passes through
         fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
 
 

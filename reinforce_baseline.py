@@ -49,8 +49,7 @@ class Args:
     wandb_project_name: str = "ppo-paper"
     """the wandb project (the entity is your default, or WANDB_ENTITY)"""
     capture_video: bool = False
-    """record episodes of env 0 to runs/{run_name}/videos; with --eval-checkpoint, every evaluation episode (needs
-    moviepy; MuJoCo renders headless with MUJOCO_GL=egl, the default here, or osmesa)"""
+    """film env 0's episodes to runs/{run_name}/videos, or every --eval-checkpoint episode (needs moviepy; headless)"""
     save_model: bool = False
     """write runs/{run_name}/checkpoint.pt after every iteration (Ctrl-C and SIGTERM always save)"""
     resume: Optional[str] = None
@@ -131,8 +130,7 @@ class Args:
     max_grad_norm: Optional[float] = None
     """[not in paper] clip the global gradient norm of each step to this (None: no clip; openai/baselines a2c: 0.5)"""
     bootstrap_truncated: bool = True
-    """[ours] bootstrap a time-limit truncation from V(real final obs); off treats it as a termination, as ppo1, ppo2
-    and CleanRL do"""
+    """[ours] bootstrap a time-limit truncation from V(real final obs); off: a termination (ppo1, ppo2, CleanRL)"""
 
 
 # NETWORKS: the policy and the value function
@@ -715,17 +713,13 @@ def load_checkpoint(path: str, flag: str) -> dict:
     """A run's checkpoint, or a policy file of models/ (the weights, the flags and where they came from, as
     models/README.md lists). Both hold only tensors and plain Python values, so they load with weights_only=True."""
     script = os.path.basename(__file__)
-    try:
+    try:  # missing, truncated, not a checkpoint, an older version's flags: all the same to the user
         ckpt = torch.load(path, weights_only=True, map_location="cpu")
-        trained_by = ckpt.get("script", script)  # a policy file names its script; a run's checkpoint is this one's
-    except Exception as e:  # missing, truncated, not a checkpoint: all the same to the user
-        fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
-    if trained_by != script:  # said before the flags are read, which another script's do not fit
-        fail(f"{flag} {path}: a policy of {trained_by}, not of {script}")
-    try:
-        ckpt["args"] = Args(**ckpt["args"])  # a checkpoint of another script, or of an older version, fails here
+        if ckpt.get("script", script) != script:  # a policy file names its script; another script's flags won't fit
+            fail(f"{flag} {path}: a policy of {ckpt['script']}, not of {script}")
+        ckpt["args"] = Args(**ckpt["args"])
         return ckpt
-    except Exception as e:
+    except Exception as e:  # fail() exits with SystemExit, which is no Exception: it passes through
         fail(f"{flag} {path}: cannot load checkpoint ({describe(e)})")
 
 

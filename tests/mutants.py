@@ -119,7 +119,7 @@ BREAKS = [
     # ppo1's code-level details as flags of ppo_continuous.py (tests/test_ppo1_details.py)
     Break("ppo_continuous.py", "weight.norm(dim=1, keepdim=True)", "weight.norm(dim=0, keepdim=True)",
           "ppo_continuous: normc scales each input's weights, not each unit's"),
-    Break("ppo_continuous.py", "np.sqrt(np.maximum(obs_rms.var, args.obs_std_floor**2))", "np.sqrt(obs_rms.var + 1e-8)",
+    Break("ppo_continuous.py", "np.maximum(obs_rms.var, args.obs_std_floor**2) if", "obs_rms.var + 1e-8 if",
           "ppo_continuous: the observation std floor ignored"),
     Break("ppo_continuous.py", "carry.obs_rms.update(raw)", "pass",
           "ppo_continuous: the batch's observations never reach the statistics"),

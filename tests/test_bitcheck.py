@@ -28,6 +28,13 @@ def test_first_difference_names_where_two_checkpoints_differ():
     assert bitcheck.first_difference(checkpoint, longer) == "checkpoint['steps']: lengths 2 and 3"
     assert bitcheck.first_difference(checkpoint, {**checkpoint, "rng": 6}) == "checkpoint['rng']: 5 != 6"
     assert bitcheck.first_difference(checkpoint, {**checkpoint, "new": 0}) == "checkpoint: keys ['new']"
+    # NaN is a value a state may hold (a flagrun task's "not crawling yet"): the same NaN is the same bits
+    unset = {"t": torch.tensor([1.0, float("nan")]), "start": float("nan")}
+    assert bitcheck.first_difference(unset, copy.deepcopy(unset)) is None
+    assert bitcheck.first_difference(unset, {**unset, "start": 0.0}) == "checkpoint['start']: nan != 0.0"
+    assert bitcheck.first_difference(unset, {**unset, "t": torch.tensor([1.0, 0.0])}) == "checkpoint['t']"
+    assert bitcheck.first_difference({"z": torch.tensor(0.0)}, {"z": torch.tensor(-0.0)}) == "checkpoint['z']"
+    assert bitcheck.first_difference({"z": torch.zeros(2)}, {"z": torch.zeros(2, dtype=torch.float64)}) is not None
 
 
 @pytest.mark.parametrize(
