@@ -138,6 +138,10 @@ BREAKS = [
           "ppo_atari: the a3c network's first conv has 32 filters",
           also=(("layer_init(nn.Conv2d(16, 32, 4, stride=2)", "layer_init(nn.Conv2d(32, 32, 4, stride=2)"),)),
     # the verdict on Table 6: which side of the paper's PPO a game's score lies, and how far counts as "at"
+    Break("benchmark/bitcheck.py", "and bits[0] == bits[1]", "and True",
+          "bitcheck: tensors of the same shape and dtype compared as equal whatever their values"),
+    Break("benchmark/bitcheck.py", "a == b or both_nan", "a == b or isinstance(a, float)",
+          "bitcheck: any two floats compared as equal"),
     Break("benchmark/report.py", 'side = "above" if diff > 0 else "below"', 'side = "above" if diff < 0 else "below"',
           "report: an Atari score below the paper's is called above"),
     Break("benchmark/report.py", "if abs(diff) <= spread:", "if True:",
@@ -227,6 +231,7 @@ FAST_TESTS = [
     "tests/test_humanoid.py::test_throughput_times_a_trained_robot_by_its_own_policy",
     "tests/test_benchmark.py::test_the_stage_profile_accounts_for_every_stage_of_an_iteration[mujoco]",
     "tests/test_zoo.py::test_clip_shows_every_few_steps_of_the_policy_at_the_tasks_speed",
+    "tests/test_bitcheck.py::test_first_difference_names_where_two_checkpoints_differ",
 ]
 
 
