@@ -101,7 +101,7 @@ def run(script_path: str, flags: str, seed: int, folder: str) -> str:
 def first_difference(a, b, where: str = "checkpoint") -> Optional[str]:
     """Where two checkpoints (nested dicts, lists, tensors, numbers) differ, or None."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):  # compared as bits: a NaN is the same NaN
-        bits = [t.numpy().tobytes() for t in (a, b) if isinstance(t, torch.Tensor)]
+        bits = [t.detach().cpu().numpy().tobytes() for t in (a, b) if isinstance(t, torch.Tensor)]
         same = len(bits) == 2 and a.dtype == b.dtype and a.shape == b.shape and bits[0] == bits[1]
         return None if same else where
     if isinstance(a, dict) and isinstance(b, dict):
