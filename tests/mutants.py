@@ -137,11 +137,12 @@ BREAKS = [
     Break("ppo_atari.py", "layer_init(nn.Conv2d(4, 16, 8, stride=4)", "layer_init(nn.Conv2d(4, 32, 8, stride=4)",
           "ppo_atari: the a3c network's first conv has 32 filters",
           also=(("layer_init(nn.Conv2d(16, 32, 4, stride=2)", "layer_init(nn.Conv2d(32, 32, 4, stride=2)"),)),
-    # the verdict on Table 6: which side of the paper's PPO a game's score lies, and how far counts as "at"
+    # bitcheck's comparison of two runs' checkpoints: bit for bit, a NaN the same NaN
     Break("benchmark/bitcheck.py", "and bits[0] == bits[1]", "and True",
           "bitcheck: tensors of the same shape and dtype compared as equal whatever their values"),
     Break("benchmark/bitcheck.py", "a == b or both_nan", "a == b or isinstance(a, float)",
           "bitcheck: any two floats compared as equal"),
+    # the verdict on Table 6: which side of the paper's PPO a game's score lies, and how far counts as "at"
     Break("benchmark/report.py", 'side = "above" if diff > 0 else "below"', 'side = "above" if diff < 0 else "below"',
           "report: an Atari score below the paper's is called above"),
     Break("benchmark/report.py", "if abs(diff) <= spread:", "if True:",
