@@ -7,6 +7,7 @@ table: the script, its commit and sha256), then the score the script's own evalu
     python -m benchmark.zoo table models/*.pt                          # the rows of models/README.md's table
     python -m benchmark.zoo strip CHECKPOINT --out strip.png            # Figure 5: a humanoid turns to a new flag
     python -m benchmark.zoo clip models/humanoid-run.pt --out clip.webp  # §6.3: a few seconds of a humanoid policy
+    python -m benchmark.zoo gait models/humanoid-run.pt                  # §6.3: how upright it moves, what touches
 
 A file keeps no optimizer, RNG or env state, so it can be watched (--eval-checkpoint) but not resumed, and it holds
 only tensors and plain Python values, so it loads with torch.load(path, weights_only=True).
@@ -20,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
 
@@ -378,6 +380,87 @@ def clip(cmd: Clip) -> dict:
     return {"seed": seed, "steps": steps, "return": total, "ended": ended}
 
 
+@dataclass
+class Gait:
+    """How a ppo_humanoid.py policy moves, in numbers a clip only suggests: its deterministic policy plays
+    --episodes episodes, and each step records the height of the torso's center of mass (the height that the
+    Roboschool tasks' alive rule reads: up while above 0.78 m) and which of the robot's bodies touch the floor. A
+    robot that runs upright has the torso near its reset height and only its feet on the floor; one that runs
+    crouched, on its knees or crawling has the torso low and its shins or more on the floor."""
+
+    policy: tyro.conf.Positional[str]
+    """a policy file or a run's checkpoint of ppo_humanoid.py, on any of its tasks"""
+    episodes: int = 3
+    """episodes to play"""
+    seed: Optional[int] = None
+    """the first episode's seed, then + 1 per episode (default: the seeds of the script's --eval-checkpoint)"""
+
+
+FEET = {"left_foot", "right_foot"}  # the humanoid's foot bodies, in gymnasium's humanoid.xml and humanoid_flagrun's
+NOT_FEET = "(not feet)"  # gait's count of the steps in which any other body touches the floor
+
+
+def floor_contacts(model, data, bodies) -> set[str]:
+    """The names of those of `bodies` (ids) that touch the floor geom in MuJoCo's current contacts."""
+    import mujoco
+
+    floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    touching = set()
+    for contact in data.contact[: data.ncon]:
+        if floor in (contact.geom1, contact.geom2):
+            body = model.geom_bodyid[contact.geom2 if contact.geom1 == floor else contact.geom1]
+            if body in bodies:
+                touching.add(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body))
+    return touching
+
+
+def gait_line(heights: list[float], floor: dict) -> str:
+    """Torso heights and floor shares in a few words, the most touching body first."""
+    median, low, high = np.percentile(heights, [50, 10, 90])
+    touching = ", ".join(f"{name} {share:.2f}" for name, share in sorted(floor.items(), key=lambda item: -item[1]))
+    return f"torso {median:.2f} ({low:.2f} to {high:.2f}), lowest {min(heights):.2f}; on the floor: {touching or '-'}"
+
+
+def gait(cmd: Gait) -> list[dict]:
+    """Print each episode's torso heights and the share of its steps each body touches the floor, then the same
+    over all episodes; return the episodes' records."""
+    import mujoco
+
+    check_flags(cmd, ("episodes",))
+    env, act, saved = humanoid_player(cmd.policy, "gait", 64, 64)  # nothing is rendered
+    model, data = env.unwrapped.model, env.unwrapped.data
+    torso = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "torso")
+    robot = {b for b in range(model.nbody) if model.body_rootid[b] == torso}  # not the world, a flag or a cube
+    first = saved.seed + 10_000 if cmd.seed is None else cmd.seed
+    records = []
+    for seed in range(first, first + cmd.episodes):
+        obs, _ = env.reset(seed=seed)
+        reset_height, heights, touches, total, done = float(data.xipos[torso, 2]), [], Counter(), 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            heights.append(float(data.xipos[torso, 2]))
+            touching = floor_contacts(model, data, robot)
+            touches.update(touching | ({NOT_FEET} if touching - FEET else set()))
+            total, done = total + float(reward), terminated or truncated
+        steps = len(heights)
+        records.append({"seed": seed, "steps": steps, "ended": "fell" if terminated else "time limit",
+                        "return": total, "reset_height": reset_height, "heights": heights,
+                        "floor": {name: n / steps for name, n in sorted(touches.items())}})  # fmt: skip
+    env.close()
+    print(f"{saved.env_id}: the torso's center of mass in m (median, 10th to 90th percentile, lowest), and the share "
+          f"of steps each body touches the floor, {NOT_FEET}: any body but the feet")  # fmt: skip
+    for r in records:
+        print(f"  seed {r['seed']}: {r['steps']} steps ({r['ended']}), return {r['return']:.1f}, torso "
+              f"{r['reset_height']:.2f} at the reset; {gait_line(r['heights'], r['floor'])}")  # fmt: skip
+    if len(records) > 1:
+        steps = sum(r["steps"] for r in records)
+        floor = Counter()
+        for r in records:
+            floor.update({name: share * r["steps"] / steps for name, share in r["floor"].items()})
+        print(f"  all {len(records)} episodes: {gait_line([h for r in records for h in r['heights']], floor)}")
+    return records
+
+
 if __name__ == "__main__":
-    command = tyro.cli(Export | Score | Table | Strip | Clip, description=__doc__)
-    {Export: export, Score: score, Table: table, Strip: strip, Clip: clip}[type(command)](command)
+    command = tyro.cli(Export | Score | Table | Strip | Clip | Gait, description=__doc__)
+    {Export: export, Score: score, Table: table, Strip: strip, Clip: clip, Gait: gait}[type(command)](command)

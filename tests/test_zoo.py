@@ -244,8 +244,8 @@ def flagrun_policy(tmp_path, env_id: str = "humanoid_flagrun:HumanoidFlagrun-v0"
 
 def zoo_cli(capsys, command: str, *words: str) -> SimpleNamespace:
     """`python -m benchmark.zoo command words` in this process: the exit code, stdout, stderr and what it returned
-    (strip: the frames' records; clip: the clip's)."""
-    cls, run = {"strip": (zoo.Strip, zoo.strip), "clip": (zoo.Clip, zoo.clip)}[command]
+    (strip: the frames' records; clip: the clip's; gait: the episodes')."""
+    cls, run = {"strip": (zoo.Strip, zoo.strip), "clip": (zoo.Clip, zoo.clip), "gait": (zoo.Gait, zoo.gait)}[command]
     result, code = None, 0
     try:
         result = run(tyro.cli(cls, args=list(words)))
@@ -395,3 +395,66 @@ def test_clip_refuses_what_it_cannot_film_in_one_line(tmp_path, capsys, make, fl
     proc = zoo_cli(capsys, "clip", make(tmp_path), "--out", str(out), "--width", "64", "--height", "48", *flags)
     assert_one_line_error(proc, *words)
     assert not out.exists()
+
+
+def test_floor_contacts_name_the_robots_bodies_on_the_floor_and_nothing_else():
+    # FlagrunHarder starts standing (seed 1) or lying on its belly (seed 0), with its cube parked on the floor
+    env = gym.make("humanoid_flagrun:HumanoidFlagrunHarder-v0")
+    model, data = env.unwrapped.model, env.unwrapped.data
+    torso = model.body("torso").id
+    robot = {b for b in range(model.nbody) if model.body_rootid[b] == torso}
+    touching = {}
+    for seed, steps in ((1, 12), (0, 25)):
+        env.reset(seed=seed)
+        for _ in range(steps):  # under a zero action, the robot lands on its feet, or settles on the floor
+            env.step(np.zeros(17))
+        touching[seed] = zoo.floor_contacts(model, data, robot)
+        assert data.ncon > len(touching[seed])  # the cube's corners touch the floor too, and are not the robot's
+    env.close()
+    assert touching[1] == {"left_foot", "right_foot"}  # standing: the feet only
+    assert {"pelvis", "left_thigh", "right_thigh"} <= touching[0]  # lying: the body
+
+
+def test_gait_measures_the_torso_height_and_what_touches_the_floor(tmp_path, capsys):
+    policy = flagrun_policy(tmp_path, "humanoid_flagrun:HumanoidRun-v0")
+    proc = zoo_cli(capsys, "gait", policy, "--episodes", "2")
+    assert proc.returncode == 0, proc.stderr
+    episodes = proc.result
+    # the episodes of the script's own evaluation: the same seeds, lengths and returns
+    evaluation = run_script("ppo_humanoid.py", "--eval-checkpoint", policy, "--eval-episodes", "2", cwd=tmp_path)
+    mean_return = np.mean([e["return"] for e in episodes])
+    assert f"mean return {mean_return:.2f} +- " in evaluation.stdout, evaluation.stdout + evaluation.stderr
+    assert [e["seed"] for e in episodes] == [10001, 10002]
+    for e in episodes:
+        # an untrained robot falls: its torso ends below the 0.78 m that the alive rule reads, having started at
+        # the height that the reset's observation gives (its first value is the torso's height - 0.8)
+        obs, _ = gym.make("humanoid_flagrun:HumanoidRun-v0").reset(seed=e["seed"])
+        assert e["reset_height"] == pytest.approx(obs[0] + humanoid_flagrun.INITIAL_Z, abs=1e-6)
+        assert e["ended"] == "fell" and len(e["heights"]) == e["steps"] < 100
+        assert e["heights"][-1] < 0.78 <= min(e["heights"][:-1]) and e["heights"][0] > 1.3
+        assert e["floor"]["left_foot"] > 0.5 and all(0 < share <= 1 for share in e["floor"].values())
+        others = [share for name, share in e["floor"].items() if name not in zoo.FEET | {zoo.NOT_FEET}]
+        # the steps with any body but the feet down: at least those of the most touching one, at most all of theirs
+        assert max(others, default=0) <= e["floor"].get(zoo.NOT_FEET, 0) <= sum(others)
+        assert (zoo.NOT_FEET in e["floor"]) == bool(others)
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 4 and lines[3].startswith("  all 2 episodes: ")
+    for e, line in zip(episodes, lines[1:3]):
+        median, low, high = np.percentile(e["heights"], [50, 10, 90])
+        assert line.startswith(f"  seed {e['seed']}: {e['steps']} steps (fell), return {e['return']:.1f}, torso ")
+        assert f"torso {median:.2f} ({low:.2f} to {high:.2f}), lowest {min(e['heights']):.2f}" in line
+    # over both episodes, each body's share is the share of all their steps
+    steps = sum(e["steps"] for e in episodes)
+    for name in episodes[0]["floor"]:
+        share = sum(e["floor"].get(name, 0) * e["steps"] for e in episodes) / steps
+        assert f"{name} {share:.2f}" in lines[3]
+
+
+@pytest.mark.parametrize(
+    "make, flags, words",
+    [(lambda tmp: HOPPER, [], ["hopper.pt", "a policy of ppo_continuous.py, not of ppo_humanoid.py"]),
+     (flagrun_policy, ["--episodes", "0"], ["--episodes must be positive"])],
+    ids=["another-scripts-policy", "no-episodes"],
+)  # fmt: skip
+def test_gait_refuses_what_it_cannot_measure_in_one_line(tmp_path, capsys, make, flags, words):
+    assert_one_line_error(zoo_cli(capsys, "gait", make(tmp_path), *flags), *words)
