@@ -265,7 +265,7 @@ def humanoid_player(path: str, command: str, width: int, height: int, flag_task:
 
 
 def check_flags(cmd, positive: tuple[str, ...]) -> None:
-    """One line and exit code 2 for a flag of strip or clip out of its range."""
+    """One line and exit code 2 for a flag of strip, clip or gait out of its range."""
     for name in positive:
         if not getattr(cmd, name) > 0:
             fail(f"--{name} must be positive, got {getattr(cmd, name)}")

@@ -420,15 +420,16 @@ def test_gait_measures_the_torso_height_and_what_touches_the_floor(tmp_path, cap
     proc = zoo_cli(capsys, "gait", policy, "--episodes", "2")
     assert proc.returncode == 0, proc.stderr
     episodes = proc.result
-    # the episodes of the script's own evaluation: the same seeds, lengths and returns
+    # the episodes of the script's own evaluation, the same seeds: their mean return is the one the script prints
     evaluation = run_script("ppo_humanoid.py", "--eval-checkpoint", policy, "--eval-episodes", "2", cwd=tmp_path)
     mean_return = np.mean([e["return"] for e in episodes])
     assert f"mean return {mean_return:.2f} +- " in evaluation.stdout, evaluation.stdout + evaluation.stderr
     assert [e["seed"] for e in episodes] == [10001, 10002]
+    env = gym.make("humanoid_flagrun:HumanoidRun-v0")
     for e in episodes:
         # an untrained robot falls: its torso ends below the 0.78 m that the alive rule reads, having started at
         # the height that the reset's observation gives (its first value is the torso's height - 0.8)
-        obs, _ = gym.make("humanoid_flagrun:HumanoidRun-v0").reset(seed=e["seed"])
+        obs, _ = env.reset(seed=e["seed"])
         assert e["reset_height"] == pytest.approx(obs[0] + humanoid_flagrun.INITIAL_Z, abs=1e-6)
         assert e["ended"] == "fell" and len(e["heights"]) == e["steps"] < 100
         assert e["heights"][-1] < 0.78 <= min(e["heights"][:-1]) and e["heights"][0] > 1.3
@@ -437,6 +438,7 @@ def test_gait_measures_the_torso_height_and_what_touches_the_floor(tmp_path, cap
         # the steps with any body but the feet down: at least those of the most touching one, at most all of theirs
         assert max(others, default=0) <= e["floor"].get(zoo.NOT_FEET, 0) <= sum(others)
         assert (zoo.NOT_FEET in e["floor"]) == bool(others)
+    env.close()
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 4 and lines[3].startswith("  all 2 episodes: ")
     for e, line in zip(episodes, lines[1:3]):
