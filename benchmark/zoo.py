@@ -7,7 +7,7 @@ table: the script, its commit and sha256), then the score the script's own evalu
     python -m benchmark.zoo table models/*.pt                          # the rows of models/README.md's table
     python -m benchmark.zoo strip CHECKPOINT --out strip.png            # Figure 5: a humanoid turns to a new flag
     python -m benchmark.zoo clip models/humanoid-run.pt --out clip.webp  # §6.3: a few seconds of a humanoid policy
-    python -m benchmark.zoo gait models/humanoid-run.pt                  # §6.3: how upright it moves, what touches
+    python -m benchmark.zoo gait models/humanoid-run.pt                  # §6.3: how upright, what touches, its course
 
 A file keeps no optimizer, RNG or env state, so it can be watched (--eval-checkpoint) but not resumed, and it holds
 only tensors and plain Python values, so it loads with torch.load(path, weights_only=True).
@@ -386,7 +386,10 @@ class Gait:
     --episodes episodes, and each step records the height of the torso's center of mass (the height that the
     Roboschool tasks' alive rule reads: up while above 0.78 m) and which of the robot's bodies touch the floor. A
     robot that runs upright has the torso near its reset height and only its feet on the floor; one that runs
-    crouched, on its knees or crawling has the torso low and its shins or more on the floor."""
+    crouched, on its knees or crawling has the torso low and its shins or more on the floor. On the tasks of
+    humanoid_flagrun.py also its course: its speed over the ground and towards the target (the flag, or Roboschool's
+    target 1 km ahead), the angle from its torso's heading to the target (a runner faces where it runs), and how
+    many flags it reached."""
 
     policy: tyro.conf.Positional[str]
     """a policy file or a run's checkpoint of ppo_humanoid.py, on any of its tasks"""
@@ -396,6 +399,8 @@ class Gait:
     """the first episode's seed, then + 1 per episode (default: the seeds of the script's --eval-checkpoint)"""
 
 
+# humanoid_flagrun.py moves a flag the robot comes within 1 m of, or when its timer runs out
+FLAG_REACHED = 1.0
 FEET = {"left_foot", "right_foot"}  # the humanoid's foot bodies, in gymnasium's humanoid.xml and humanoid_flagrun's
 NOT_FEET = "(not feet)"  # gait's count of the steps in which any other body touches the floor
 
@@ -421,43 +426,74 @@ def gait_line(heights: list[float], floor: dict) -> str:
     return f"torso {median:.2f} ({low:.2f} to {high:.2f}), lowest {min(heights):.2f}; on the floor: {touching or '-'}"
 
 
+def course_line(records: list[dict], flags: bool) -> str:
+    """The course of one or more episodes in a few words: flags (flag tasks), speeds, heading."""
+    reached, timed_out = sum(r["flags_reached"] for r in records), sum(r["flags_timed_out"] for r in records)
+    speed, toward, heading = (np.concatenate([r[key] for r in records]) for key in ("speed", "toward", "heading"))
+    return (f"; course: {f'flags reached {reached}, moved by their timer {timed_out}; ' if flags else ''}"
+            f"{speed.mean():.2f} m/s over the ground, {toward.mean():.2f} towards the target, which lies a median "
+            f"{np.median(np.abs(heading)):.0f}° off the torso's heading, to its left in {(heading > 0).mean():.2f} "
+            "of the steps")  # fmt: skip
+
+
 def gait(cmd: Gait) -> list[dict]:
-    """Print each episode's torso heights and the share of its steps each body touches the floor, then the same
-    over all episodes; return the episodes' records."""
+    """Print each episode's torso heights and the share of its steps each body touches the floor (and on
+    humanoid_flagrun.py's tasks its course), then the same over all episodes; return the episodes' records."""
     import mujoco
+
+    import humanoid_flagrun
 
     check_flags(cmd, ("episodes",))
     env, act, saved = humanoid_player(cmd.policy, "gait", 64, 64)  # nothing is rendered
-    model, data = env.unwrapped.model, env.unwrapped.data
+    model, data, task = env.unwrapped.model, env.unwrapped.data, env.unwrapped
     torso = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "torso")
     robot = {b for b in range(model.nbody) if model.body_rootid[b] == torso}  # not the world, a flag or a cube
+    course = isinstance(task, humanoid_flagrun.HumanoidEnv)  # a target to run to (gymnasium's Humanoid-v4 has none)
+    flags = course and task.task != "run"
     first = saved.seed + 10_000 if cmd.seed is None else cmd.seed
     records = []
     for seed in range(first, first + cmd.episodes):
         obs, _ = env.reset(seed=seed)
         reset_height, heights, touches, total, done = float(data.xipos[torso, 2]), [], Counter(), 0.0, False
+        speed, toward, heading, reached, timed_out = [], [], [], 0, 0
         while not done:
+            if course:  # the target and the robot's x, y (the mean of its bodies', as the task's potential) before
+                target, xy = task.target.copy(), task.body_xyz[:2].copy()
+                # observation 1 and 2: sin and cos of the angle from the torso's yaw to the target, as the policy sees
+                # it (degrees, + when the target lies to the left)
+                heading.append(math.degrees(math.atan2(obs[1], obs[2])))
             obs, reward, terminated, truncated, _ = env.step(act(obs))
             heights.append(float(data.xipos[torso, 2]))
             touching = floor_contacts(model, data, robot)
             touches.update(touching | ({NOT_FEET} if touching - FEET else set()))
             total, done = total + float(reward), terminated or truncated
+            if course:  # the step's move, and its part along the line to the target it ran to (the progress term's)
+                moved = task.body_xyz[:2] - xy
+                speed.append(float(np.linalg.norm(moved)) / task.dt)
+                toward.append(float(moved @ (target - xy)) / float(np.linalg.norm(target - xy)) / task.dt)
+                if not np.array_equal(task.target, target):  # the flag moved in this step: reached, or timed out
+                    within = math.dist(task.body_xyz[:2], target) < FLAG_REACHED
+                    reached, timed_out = reached + within, timed_out + (not within)
         steps = len(heights)
         records.append({"seed": seed, "steps": steps, "ended": "fell" if terminated else "time limit",
                         "return": total, "reset_height": reset_height, "heights": heights,
-                        "floor": {name: n / steps for name, n in sorted(touches.items())}})  # fmt: skip
+                        "floor": {name: n / steps for name, n in sorted(touches.items())},
+                        "speed": speed, "toward": toward, "heading": heading,
+                        "flags_reached": reached, "flags_timed_out": timed_out})  # fmt: skip
     env.close()
     print(f"{saved.env_id}: the torso's center of mass in m (median, 10th to 90th percentile, lowest), and the share "
           f"of steps each body touches the floor, {NOT_FEET}: any body but the feet")  # fmt: skip
     for r in records:
         print(f"  seed {r['seed']}: {r['steps']} steps ({r['ended']}), return {r['return']:.1f}, torso "
-              f"{r['reset_height']:.2f} at the reset; {gait_line(r['heights'], r['floor'])}")  # fmt: skip
+              f"{r['reset_height']:.2f} at the reset; {gait_line(r['heights'], r['floor'])}"
+              f"{course_line([r], flags) if course else ''}")  # fmt: skip
     if len(records) > 1:
         steps = sum(r["steps"] for r in records)
         floor = Counter()
         for r in records:
             floor.update({name: share * r["steps"] / steps for name, share in r["floor"].items()})
-        print(f"  all {len(records)} episodes: {gait_line([h for r in records for h in r['heights']], floor)}")
+        print(f"  all {len(records)} episodes: {gait_line([h for r in records for h in r['heights']], floor)}"
+              f"{course_line(records, flags) if course else ''}")  # fmt: skip
     return records
 
 

@@ -196,6 +196,12 @@ BREAKS = [
           "reset_height, heights, touches, total, done = float(data.xpos[torso, 2])",
           "zoo: gait reads the torso's frame, not its center of mass that the alive rule reads",
           also=(("heights.append(float(data.xipos[torso, 2]))", "heights.append(float(data.xpos[torso, 2]))"),)),
+    Break("benchmark/zoo.py", "toward.append(float(moved @ (target - xy))",
+          "toward.append(float(moved @ (xy - target))",
+          "zoo: gait counts a move away from the target as towards it"),
+    Break("benchmark/zoo.py", "reached, timed_out = reached + within, timed_out + (not within)",
+          "reached, timed_out = reached + (not within), timed_out + within",
+          "zoo: gait counts a flag reached as moved by its timer, and one timed out as reached"),
     *(Break(script, "getattr(data, name)[...] = value.numpy()", "pass",
             f"{script[:-3]}: a resume recomputes what the last step left (Humanoid's reward moves)")
       for script in (*MUJOCO_SCRIPTS, "ppo_humanoid.py")),
@@ -240,6 +246,8 @@ FAST_TESTS = [
     "tests/test_zoo.py::test_clip_shows_every_few_steps_of_the_policy_at_the_tasks_speed",
     "tests/test_zoo.py::test_floor_contacts_name_the_robots_bodies_on_the_floor_and_nothing_else",
     "tests/test_zoo.py::test_gait_measures_the_torso_height_and_what_touches_the_floor",
+    "tests/test_zoo.py::test_gait_follows_the_course_to_the_target",
+    "tests/test_zoo.py::test_gait_counts_the_flags_reached_and_those_their_timer_moved",
     "tests/test_bitcheck.py::test_first_difference_names_where_two_checkpoints_differ",
 ]
 

@@ -7,6 +7,7 @@ import csv
 import glob
 import importlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -460,3 +461,57 @@ def test_gait_measures_the_torso_height_and_what_touches_the_floor(tmp_path, cap
 )  # fmt: skip
 def test_gait_refuses_what_it_cannot_measure_in_one_line(tmp_path, capsys, make, flags, words):
     assert_one_line_error(zoo_cli(capsys, "gait", make(tmp_path), *flags), *words)
+
+
+def test_gait_follows_the_course_to_the_target(tmp_path, capsys):
+    # HumanoidRun's target lies 1 km ahead: each step's move towards it is the progress term of its reward
+    # (Φ = −distance / dt), up to the curvature of the distance, millionths of a metre here
+    policy = flagrun_policy(tmp_path, "humanoid_flagrun:HumanoidRun-v0")
+    proc = zoo_cli(capsys, "gait", policy, "--episodes", "2")
+    assert proc.returncode == 0, proc.stderr
+    env, act, _ = zoo.humanoid_player(policy, "test", 64, 64)
+    for e in proc.result:
+        obs, _ = env.reset(seed=e["seed"])
+        # the heading of the first step: the angle the reset's observation gives, as sin and cos
+        assert e["heading"][0] == pytest.approx(math.degrees(math.atan2(obs[1], obs[2])))
+        progress, done = [], False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(act(obs))
+            progress.append(info["reward_progress"])
+            done = terminated or truncated
+        assert len(e["toward"]) == len(e["speed"]) == len(e["heading"]) == e["steps"] == len(progress)
+        assert np.allclose(e["toward"], progress, rtol=0, atol=1e-3) and np.abs(progress).max() > 0.1
+        assert all(s >= abs(t) - 1e-9 for s, t in zip(e["speed"], e["toward"]))  # a move's part is at most the move
+        assert e["flags_reached"] == e["flags_timed_out"] == 0
+    env.close()
+    lines = proc.stdout.strip().splitlines()
+    toward = np.concatenate([e["toward"] for e in proc.result])
+    heading = np.concatenate([e["heading"] for e in proc.result])
+    assert (
+        f"{toward.mean():.2f} towards the target, which lies a median {np.median(np.abs(heading)):.0f}° off the "
+        f"torso's heading, to its left in {(heading > 0).mean():.2f} of the steps" in lines[3]
+    )
+    assert "flags" not in proc.stdout
+
+
+@pytest.mark.parametrize("timeout, half, reached", [(10, None, False), (500, 0.01, True)], ids=["timer", "reached"])
+def test_gait_counts_the_flags_reached_and_those_their_timer_moved(tmp_path, capsys, monkeypatch, timeout, half,
+                                                                 reached):  # fmt: skip
+    # An untrained robot falls within about 40 steps near where it stood. With a 10-step timer on the usual field its
+    # flags move on the timer alone, in steps 9, 19, 29, ... (the timer counts reset's observation); with every flag
+    # within a centimetre of the origin, where the robot stands, each is reached at once and the timer never ends
+    monkeypatch.setattr(humanoid_flagrun, "FLAG_TIMEOUT", timeout)
+    if half is not None:
+        monkeypatch.setattr(humanoid_flagrun, "FLAG_HALF_X", half)
+        monkeypatch.setattr(humanoid_flagrun, "FLAG_HALF_Y", half)
+    proc = zoo_cli(capsys, "gait", flagrun_policy(tmp_path), "--episodes", "2")
+    assert proc.returncode == 0, proc.stderr
+    for e, line in zip(proc.result, proc.stdout.splitlines()[1:3]):
+        moves = e["flags_reached"] + e["flags_timed_out"]
+        if reached:
+            assert e["flags_timed_out"] == 0 and e["flags_reached"] >= 10
+        else:
+            assert e["flags_reached"] == 0 and e["flags_timed_out"] == len(range(timeout - 1, e["steps"] + 1, timeout))
+        assert moves > 0 and f"flags reached {e['flags_reached']}, moved by their timer {e['flags_timed_out']}" in line
+    total = sum(e["flags_reached"] for e in proc.result), sum(e["flags_timed_out"] for e in proc.result)
+    assert f"flags reached {total[0]}, moved by their timer {total[1]}" in proc.stdout.splitlines()[3]
