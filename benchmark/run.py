@@ -63,11 +63,12 @@ from benchmark.presets import PRESETS, Method
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_TABLES = os.path.join(ROOT, "benchmark", "results")
 # Columns of a grid's results table, one row per finished run. commit: HEAD as the run last started; dirty: whether
-# the run's script then differed from that commit (edited, staged, or not committed at all). Changes elsewhere, these
-# tables included, do not count: the script alone decides a run's numbers (the rows finished by 2026-12-02 were
-# written when any changed tracked file set it). script_sha256: the script's hash as the run last started. score: the
-# mean return of the last 100 episodes (§6.1, Table 6); score_all: of every episode of training (Table 2's "average
-# reward per episode over the entire training period"; empty in rows finished before 2026-12-03)
+# the run's script, or the env module its env id names (module:Name, as humanoid_flagrun.py), then differed from that
+# commit (edited, staged, or not committed at all). Changes elsewhere, these tables included, do not count: those two
+# alone decide a run's numbers (the rows finished by 2026-12-02 were written when any changed tracked file set it;
+# those finished by 2026-12-07 looked at the script alone). script_sha256: the script's hash as the run last started.
+# score: the mean return of the last 100 episodes (§6.1, Table 6); score_all: of every episode of training (Table 2's
+# "average reward per episode over the entire training period"; empty in rows finished before 2026-12-03)
 COLUMNS = ["name", "script", "tag", "label", "flags", "env_id", "seed", "total_timesteps", "score", "score_all",
            "episodes", "commit", "dirty", "script_sha256", "script_versions", "wall_s", "sps", "attempts",
            "finished_at", "host", "cpu", "python", "torch", "gymnasium", "mujoco", "ale_py", "numpy",
@@ -294,11 +295,22 @@ def sha256_of(path: str) -> str:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def git_state(script_path: str) -> dict:
-    """The repo's commit, and whether the run's script differs from it (dirty): edited, staged, or not in the commit
-    at all (untracked or ignored). The script alone decides a run's arithmetic, as the scripts import nothing from the
-    repo, so nothing else counts: not the results tables this runner writes, nor the docs, tests or other scripts.
-    dirty is None for a script outside the repo (no commit holds it; its sha256 says which it was), or with no git."""
+def env_module(script_path: str, env_id: str) -> Optional[str]:
+    """The file of the module that an env id of the form module:Name imports from beside the script (gymnasium's
+    make imports it, and the script's folder is on the path): humanoid_flagrun.py for §6.3's tasks. None for an env
+    of an installed package."""
+    if ":" not in env_id:
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(script_path)), *env_id.split(":")[0].split(".")) + ".py"
+    return path if os.path.isfile(path) else None
+
+
+def git_state(script_path: str, env_id: str = "") -> dict:
+    """The repo's commit, and whether the run's script or its env module (env_module) differs from it (dirty):
+    edited, staged, or not in the commit at all (untracked or ignored). The scripts import nothing else from the repo,
+    so these two alone decide a run's arithmetic and nothing else counts: not the results tables this runner writes,
+    nor the docs, tests or other scripts. dirty is None for a script outside the repo (no commit holds it; its sha256
+    says which it was), or with no git."""
 
     def git(*words: str) -> str:
         return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
@@ -308,7 +320,8 @@ def git_state(script_path: str) -> dict:
         path = os.path.abspath(script_path)
         if commit is None or os.path.commonpath([path, ROOT]) != ROOT:
             return {"commit": commit, "dirty": None}
-        return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--ignored", "--", path))}
+        paths = [path, *filter(None, [env_module(path, env_id)])]
+        return {"commit": commit, "dirty": bool(git("status", "--porcelain", "--ignored", "--", *paths))}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
 
@@ -452,8 +465,8 @@ def run_one(run: Run, results_dir: str, code: dict, script_path: Optional[str] =
     """Run (or resume, or skip) one run of the grid in its folder, and return what happened to it.
 
     status: skipped (finished earlier), finished, failed, interrupted, not started (stopped before its turn), or busy
-    (another live process holds its lock). `code` is the driver's git state of the run's script (git_state), which a
-    Ray worker, having no .git, records as it is; `script_path` where the script lies here.
+    (another live process holds its lock). `code` is the driver's git state of the run's script and env module
+    (git_state), which a Ray worker, having no .git, records as it is; `script_path` where the script lies here.
     """
     folder = os.path.join(results_dir, run.name)
     result_path = os.path.join(folder, "result.json")
@@ -482,7 +495,7 @@ def run_locked(run: Run, folder: str, code: dict, script_path: str, lock: int, d
     checkpoint = latest_checkpoint(folder)
     command = [sys.executable, script_path, *(["--resume", checkpoint] if checkpoint else run.flags())]
     if os.path.isdir(os.path.join(ROOT, ".git")):  # the script as this attempt starts (a Ray worker has no .git)
-        code = git_state(script_path)
+        code = git_state(script_path, run.env_id)
     machine, sha = machine_state(), sha256_of(script_path)
     log_path = os.path.join(folder, "log.txt")
     start = time.time()
@@ -596,11 +609,12 @@ def ray_task(run: Run, script: str, worker_dir: str, code: dict, seed_files: dic
 class LocalPool:
     """Runs in a pool of --jobs threads, each waiting on one script's process."""
 
-    def __init__(self, args: Args, codes: dict[str, dict]):
+    def __init__(self, args: Args, codes: dict[tuple[str, str], dict]):
         self.args, self.codes, self.pool, self.pending = args, codes, ThreadPoolExecutor(args.jobs), {}
 
     def submit(self, run: Run) -> None:
-        self.pending[self.pool.submit(run_one, run, self.args.results_dir, self.codes[run.script_path])] = run
+        code = self.codes[run.script_path, run.env_id]
+        self.pending[self.pool.submit(run_one, run, self.args.results_dir, code)] = run
 
     def wait(self) -> None:
         while not wait(self.pending, timeout=0.5, return_when=FIRST_COMPLETED).done:
@@ -626,7 +640,7 @@ class RayPool:
     """One Ray task per run; each runs the script as a process on its node exactly as the local backend does, and
     sends back the run's files, so the driver's results folder fills up with or without a shared filesystem."""
 
-    def __init__(self, args: Args, codes: dict[str, dict]):
+    def __init__(self, args: Args, codes: dict[tuple[str, str], dict]):
         import logging
 
         import ray
@@ -655,7 +669,8 @@ class RayPool:
         seed_files = folder_files(folder) if latest_checkpoint(folder) else {}
         worker_dir = self.args.worker_dir or self.args.results_dir
         script = os.path.relpath(run.script_path, ROOT)  # where the script lies in the repo, and so in working_dir
-        self.pending[self.task.remote(run, script, worker_dir, self.codes[run.script_path], seed_files)] = run
+        code = self.codes[run.script_path, run.env_id]
+        self.pending[self.task.remote(run, script, worker_dir, code, seed_files)] = run
 
     def wait(self) -> None:
         while not self.ray.wait(list(self.pending), num_returns=1, timeout=0.5)[0]:
@@ -967,7 +982,8 @@ def main(argv: Optional[list[str]] = None) -> None:
           f" table {table}; runner pid {os.getpid()}", flush=True)  # fmt: skip
 
     outcomes = {}
-    codes = {path: git_state(path) for path in {run.script_path for run in runs}}  # each script's, as the grid starts
+    # each script's state with its env module's, as the grid starts
+    codes = {key: git_state(*key) for key in {(run.script_path, run.env_id) for run in runs}}
     labels = {run.name: run.label for run in runs}  # a run shared by two grids goes by each grid's name for it
 
     def on_outcome(outcome: dict) -> None:
@@ -985,7 +1001,7 @@ def main(argv: Optional[list[str]] = None) -> None:
             os.remove(os.path.join(args.results_dir, run.name, "stop"))
     for run in runs:  # finished runs are recorded here and go to no backend: Ray is not even started for them
         if os.path.exists(os.path.join(args.results_dir, run.name, "result.json")):
-            on_outcome(run_one(run, args.results_dir, codes[run.script_path]))
+            on_outcome(run_one(run, args.results_dir, codes[run.script_path, run.env_id]))
         elif run.name in finished:  # its row is all that is left of it: keep the row, copy it from another grid's
             row, source = recorded[run.name]
             if source != table:

@@ -331,6 +331,28 @@ def test_dirty_means_the_runs_script_differs_from_its_commit(tmp_path, monkeypat
     assert runner.git_state(str(tmp_path / "outside.py"))["dirty"] is None
 
 
+def test_dirty_also_means_the_env_module_beside_the_script_differs_from_its_commit(tmp_path, monkeypatch):
+    # §6.3's tasks come from humanoid_flagrun.py beside the scripts (env id module:Name): it decides a run's numbers
+    # as the script does, so an edit to it makes the run dirty; an edit to another module, or an installed env, not
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for name in ("train.py", "tasks.py", "other.py"):
+        (repo / name).write_text(f"# {name}\n")
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-C", str(repo)]
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "base"]):
+        subprocess.run(git + cmd, check=True, capture_output=True)
+    monkeypatch.setattr(runner, "ROOT", str(repo))
+    script = str(repo / "train.py")
+    assert runner.env_module(script, "tasks:Flagrun-v0") == str(repo / "tasks.py")
+    assert runner.env_module(script, "Hopper-v4") is None and runner.env_module(script, "missing:Env-v0") is None
+    assert runner.git_state(script, "tasks:Flagrun-v0")["dirty"] is False
+    (repo / "other.py").write_text("# edited\n")
+    assert runner.git_state(script, "tasks:Flagrun-v0")["dirty"] is False
+    (repo / "tasks.py").write_text("# edited\n")
+    assert runner.git_state(script, "tasks:Flagrun-v0")["dirty"] is True
+    assert runner.git_state(script, "Hopper-v4")["dirty"] is False  # the script itself is as committed
+
+
 def test_failed_runs_are_recorded_retried_and_the_rest_go_on(tmp_path):
     proc = bench("--scripts", FAKE, "--env-ids", "InvertedPendulum-v4", "--seeds", "1", "--variants", "--fail",
                  "--crash-once", "--tags", "fail", "crash", "--retries", "1", tmp_path=tmp_path)  # fmt: skip
@@ -494,7 +516,7 @@ def test_a_run_that_finishes_as_the_grid_stops_is_handed_back_by_stop(tmp_path, 
 
     monkeypatch.setattr(runner, "run_one", run_one)
     args = runner.Args(results_dir=str(tmp_path), jobs=2)
-    pool = runner.LocalPool(args, {"a.py": {}})
+    pool = runner.LocalPool(args, {("a.py", "Hopper-v4"): {}})
     runs = [runner.Run(f"run{seed}", "a.py", "a.py", "Hopper-v4", seed, "default", "PPO", "", None) for seed in (1, 2)]
     for run in runs:
         pool.submit(run)
