@@ -388,7 +388,8 @@ class Gait:
     robot that runs upright has the torso near its reset height and only its feet on the floor; one that runs
     crouched, on its knees or crawling has the torso low and its shins or more on the floor. On the tasks of
     humanoid_flagrun.py also its course: its speed over the ground and towards the target (the flag, or Roboschool's
-    target 1 km ahead), the angle from its torso's heading to the target (a runner faces where it runs), and how
+    target 1 km ahead), the angle from its torso's heading to the target (a runner faces where it runs), the angle
+    from its torso's heading to where it goes (a robot that faces where it goes runs forward, not sideways), and how
     many flags it reached."""
 
     policy: tyro.conf.Positional[str]
@@ -401,6 +402,8 @@ class Gait:
 
 # humanoid_flagrun.py moves a flag the robot comes within 1 m of, or when its timer runs out
 FLAG_REACHED = 1.0
+# where the robot goes is its move over this many steps (0.165 s), which spans the sway of a stride's steps
+SIDEWAYS_STEPS = 10
 FEET = {"left_foot", "right_foot"}  # the humanoid's foot bodies, in gymnasium's humanoid.xml and humanoid_flagrun's
 NOT_FEET = "(not feet)"  # gait's count of the steps in which any other body touches the floor
 
@@ -429,11 +432,25 @@ def gait_line(heights: list[float], floor: dict) -> str:
 def course_line(records: list[dict], flags: bool) -> str:
     """The course of one or more episodes in a few words: flags (flag tasks), speeds, heading."""
     reached, timed_out = sum(r["flags_reached"] for r in records), sum(r["flags_timed_out"] for r in records)
-    speed, toward, heading = (np.concatenate([r[key] for r in records]) for key in ("speed", "toward", "heading"))
+    speed, toward, heading, sideways = (np.concatenate([r[key] for r in records])
+                                        for key in ("speed", "toward", "heading", "sideways"))  # fmt: skip
+    goes = (f"; it goes a median {np.median(np.abs(sideways)):.0f}° off its torso's heading (its moves over "
+            f"{SIDEWAYS_STEPS} steps)" if len(sideways) else "")  # fmt: skip
     return (f"; course: {f'flags reached {reached}, moved by their timer {timed_out}; ' if flags else ''}"
             f"{speed.mean():.2f} m/s over the ground, {toward.mean():.2f} towards the target, which lies a median "
             f"{np.median(np.abs(heading)):.0f}° off the torso's heading, to its left in {(heading > 0).mean():.2f} "
-            "of the steps")  # fmt: skip
+            f"of the steps{goes}")  # fmt: skip
+
+
+def sideways_angles(path: list, yaws: list) -> list[float]:
+    """Where the robot goes, seen from its torso: for each whole run of SIDEWAYS_STEPS steps, the angle in degrees
+    from the torso's heading at its start to its move (+ to the left, in [-180, 180)). path: the x, y before each
+    step and after the last; yaws: the torso's yaw before each step."""
+    angles = []
+    for t in range(0, len(yaws) - SIDEWAYS_STEPS + 1, SIDEWAYS_STEPS):
+        (dx, dy), yaw = path[t + SIDEWAYS_STEPS] - path[t], yaws[t]
+        angles.append((math.degrees(math.atan2(dy, dx) - yaw) + 180) % 360 - 180)
+    return angles
 
 
 def gait(cmd: Gait) -> list[dict]:
@@ -456,9 +473,12 @@ def gait(cmd: Gait) -> list[dict]:
         obs, _ = env.reset(seed=seed)
         reset_height, heights, touches, total, done = float(data.xipos[torso, 2]), [], Counter(), 0.0, False
         speed, toward, heading, reached, timed_out = [], [], [], 0, 0
+        path, yaws = [], []  # the robot's x, y and its torso's yaw before each step
         while not done:
             if course:  # the target and the robot's x, y (the mean of its bodies', as the task's potential) before
                 target, xy = task.target.copy(), task.body_xyz[:2].copy()
+                path.append(xy)
+                yaws.append(task.body_rpy[2])
                 # observation 1 and 2: sin and cos of the angle from the torso's yaw to the target, as the policy sees
                 # it (degrees, + when the target lies to the left)
                 heading.append(math.degrees(math.atan2(obs[1], obs[2])))
@@ -479,6 +499,7 @@ def gait(cmd: Gait) -> list[dict]:
                         "return": total, "reset_height": reset_height, "heights": heights,
                         "floor": {name: n / steps for name, n in sorted(touches.items())},
                         "speed": speed, "toward": toward, "heading": heading,
+                        "sideways": sideways_angles(path + [task.body_xyz[:2].copy()], yaws) if course else [],
                         "flags_reached": reached, "flags_timed_out": timed_out})  # fmt: skip
     env.close()
     print(f"{saved.env_id}: the torso's center of mass in m (median, 10th to 90th percentile, lowest), and the share "

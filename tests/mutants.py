@@ -204,6 +204,12 @@ BREAKS = [
     Break("benchmark/zoo.py", "reached, timed_out = reached + within, timed_out + (not within)",
           "reached, timed_out = reached + (not within), timed_out + within",
           "zoo: gait counts a flag reached as moved by its timer, and one timed out as reached"),
+    Break("benchmark/zoo.py", "(dx, dy), yaw = path[t + SIDEWAYS_STEPS] - path[t], yaws[t]",
+          "(dx, dy), yaw = path[t + SIDEWAYS_STEPS] - path[t], yaws[t + SIDEWAYS_STEPS - 1]",
+          "zoo: gait sees where the robot goes from its torso's heading at the end of the move, not at its start"),
+    Break("benchmark/zoo.py", "angles.append((math.degrees(math.atan2(dy, dx) - yaw) + 180) % 360 - 180)",
+          "angles.append(math.degrees(math.atan2(dy, dx) - yaw))",
+          "zoo: gait's angle from the heading to where the robot goes is not brought into [-180, 180)"),
     *(Break(script, "getattr(data, name)[...] = value.numpy()", "pass",
             f"{script[:-3]}: a resume recomputes what the last step left (Humanoid's reward moves)")
       for script in (*MUJOCO_SCRIPTS, "ppo_humanoid.py")),
@@ -250,6 +256,7 @@ FAST_TESTS = [
     "tests/test_zoo.py::test_floor_contacts_name_the_robots_bodies_on_the_floor_and_nothing_else",
     "tests/test_zoo.py::test_gait_measures_the_torso_height_and_what_touches_the_floor",
     "tests/test_zoo.py::test_gait_follows_the_course_to_the_target",
+    "tests/test_zoo.py::test_sideways_is_the_angle_from_the_heading_at_the_start_of_each_run_of_steps_to_its_move",
     "tests/test_zoo.py::test_gait_counts_the_flags_reached_and_those_their_timer_moved",
     "tests/test_bitcheck.py::test_first_difference_names_where_two_checkpoints_differ",
 ]

@@ -474,12 +474,23 @@ def test_gait_follows_the_course_to_the_target(tmp_path, capsys):
         obs, _ = env.reset(seed=e["seed"])
         # the heading of the first step: the angle the reset's observation gives, as sin and cos
         assert e["heading"][0] == pytest.approx(math.degrees(math.atan2(obs[1], obs[2])))
-        progress, done = [], False
+        progress, xy, yaw, done = [], [env.unwrapped.body_xyz[:2].copy()], [env.unwrapped.body_rpy[2]], False
         while not done:
             obs, _, terminated, truncated, info = env.step(act(obs))
             progress.append(info["reward_progress"])
+            xy.append(env.unwrapped.body_xyz[:2].copy())
+            yaw.append(env.unwrapped.body_rpy[2])
             done = terminated or truncated
         assert len(e["toward"]) == len(e["speed"]) == len(e["heading"]) == e["steps"] == len(progress)
+        # where it goes: each whole run of 10 steps, its move's direction seen from the torso's yaw at its start
+        n = zoo.SIDEWAYS_STEPS
+        starts = range(0, len(xy) - n, n)
+        moves = np.array([xy[t + n] - xy[t] for t in starts])
+        turned = np.degrees(np.arctan2(moves[:, 1], moves[:, 0]) - np.array([yaw[t] for t in starts]))
+        assert e["steps"] // n == len(e["sideways"]) >= 2
+        assert np.allclose(np.cos(np.radians(e["sideways"])), np.cos(np.radians(turned)), rtol=0, atol=1e-9)
+        assert np.allclose(np.sin(np.radians(e["sideways"])), np.sin(np.radians(turned)), rtol=0, atol=1e-9)
+        assert all(-180 <= angle < 180 for angle in e["sideways"])
         assert np.allclose(e["toward"], progress, rtol=0, atol=1e-3) and np.abs(progress).max() > 0.1
         assert all(s >= abs(t) - 1e-9 for s, t in zip(e["speed"], e["toward"]))  # a move's part is at most the move
         assert e["flags_reached"] == e["flags_timed_out"] == 0
@@ -491,7 +502,23 @@ def test_gait_follows_the_course_to_the_target(tmp_path, capsys):
         f"{toward.mean():.2f} towards the target, which lies a median {np.median(np.abs(heading)):.0f}° off the "
         f"torso's heading, to its left in {(heading > 0).mean():.2f} of the steps" in lines[3]
     )
+    sideways = np.concatenate([e["sideways"] for e in proc.result])
+    assert lines[3].endswith(f"; it goes a median {np.median(np.abs(sideways)):.0f}° off its torso's heading (its "
+                             "moves over 10 steps)")  # fmt: skip
     assert "flags" not in proc.stdout
+
+
+def test_sideways_is_the_angle_from_the_heading_at_the_start_of_each_run_of_steps_to_its_move():
+    # 25 steps towards -170° (south-west of west) while the torso's yaw reads +170° at the start of each run of 10
+    # steps and 0 in between: seen from +170°, a move to -170° lies 20° to the left (not 340° to the right); the last
+    # 5 steps are no whole run
+    direction = math.radians(-170)
+    path = [np.array([math.cos(direction), math.sin(direction)]) * 0.1 * t for t in range(26)]
+    yaws = [math.radians(170) if t % 10 == 0 else 0.0 for t in range(25)]
+    assert zoo.sideways_angles(path, yaws) == pytest.approx([20.0, 20.0])
+    # straight ahead, and a quarter turn to the right of a torso facing +y
+    assert zoo.sideways_angles([np.zeros(2)] * 10 + [np.array([1.0, 0.0])], [0.0] * 10) == pytest.approx([0.0])
+    assert zoo.sideways_angles([np.zeros(2)] * 10 + [np.array([1.0, 0.0])], [math.pi / 2] * 10) == [-90.0]
 
 
 @pytest.mark.parametrize("timeout, half, reached", [(10, None, False), (500, 0.01, True)], ids=["timer", "reached"])
