@@ -482,15 +482,10 @@ def test_gait_follows_the_course_to_the_target(tmp_path, capsys):
             yaw.append(env.unwrapped.body_rpy[2])
             done = terminated or truncated
         assert len(e["toward"]) == len(e["speed"]) == len(e["heading"]) == e["steps"] == len(progress)
-        # where it goes: each whole run of 10 steps, its move's direction seen from the torso's yaw at its start
-        n = zoo.SIDEWAYS_STEPS
-        starts = range(0, len(xy) - n, n)
-        moves = np.array([xy[t + n] - xy[t] for t in starts])
-        turned = np.degrees(np.arctan2(moves[:, 1], moves[:, 0]) - np.array([yaw[t] for t in starts]))
-        assert e["steps"] // n == len(e["sideways"]) >= 2
-        assert np.allclose(np.cos(np.radians(e["sideways"])), np.cos(np.radians(turned)), rtol=0, atol=1e-9)
-        assert np.allclose(np.sin(np.radians(e["sideways"])), np.sin(np.radians(turned)), rtol=0, atol=1e-9)
-        assert all(-180 <= angle < 180 for angle in e["sideways"])
+        # where it goes: sideways_angles (tested alone below) of the robot's x, y before each step and after the last,
+        # and its torso's yaw before each step
+        assert e["steps"] // zoo.SIDEWAYS_STEPS == len(e["sideways"]) >= 2
+        assert e["sideways"] == zoo.sideways_angles(xy, yaw[:-1])
         assert np.allclose(e["toward"], progress, rtol=0, atol=1e-3) and np.abs(progress).max() > 0.1
         assert all(s >= abs(t) - 1e-9 for s, t in zip(e["speed"], e["toward"]))  # a move's part is at most the move
         assert e["flags_reached"] == e["flags_timed_out"] == 0
