@@ -390,7 +390,9 @@ class Gait:
     humanoid_flagrun.py also its course: its speed over the ground and towards the target (the flag, or Roboschool's
     target 1 km ahead), the angle from its torso's heading to the target (a runner faces where it runs), the angle
     from its torso's heading to where it goes (a robot that faces where it goes runs forward, not sideways), and how
-    many flags it reached."""
+    many flags it reached. On HumanoidFlagrunHarder-v0 also how it gets up, by the task's own rule (down while the
+    torso is below 0.8 m): from a lying start, and after each fall from up; and how many cubes were thrown, how many
+    touched the robot, and how many falls came within THROWN_DOWN steps of a touch (knocked down, most likely)."""
 
     policy: tyro.conf.Positional[str]
     """a policy file or a run's checkpoint of ppo_humanoid.py, on any of its tasks"""
@@ -402,6 +404,11 @@ class Gait:
 
 # humanoid_flagrun.py moves a flag the robot comes within 1 m of, or when its timer runs out
 FLAG_REACHED = 1.0
+# a throw teleports Harder's cube 4 m from the torso and sets it flying at 20 to 30 m/s (± 1 per axis); in flight it
+# covers at most 0.55 m a step, so a jump of more than THROW_JUMP m with a speed above THROW_SPEED m/s is a throw
+THROW_JUMP, THROW_SPEED = 1.5, 15.0
+# a fall within this many steps (1 s) after the cube touched the robot counts as one the cube may have caused
+THROWN_DOWN = 60
 # where the robot goes is its move over this many steps (0.165 s), which spans the sway of a stride's steps
 SIDEWAYS_STEPS = 10
 FEET = {"left_foot", "right_foot"}  # the humanoid's foot bodies, in gymnasium's humanoid.xml and humanoid_flagrun's
@@ -442,6 +449,44 @@ def course_line(records: list[dict], flags: bool) -> str:
             f"of the steps{goes}")  # fmt: skip
 
 
+def times_down(heights: list[float], reset_height: float) -> list[tuple[int, int, bool]]:
+    """The robot's stretches on the ground by Harder's rule (down while the torso is below humanoid_flagrun.DOWN_Z,
+    0.8 m): for each, (its first step, its steps down, whether the torso rose to 0.8 m after it in the episode).
+    heights: the torso's after each step; a start lying down is a stretch from step 0 (the reset)."""
+    from humanoid_flagrun import DOWN_Z
+
+    stretches, first = [], None
+    for step, height in enumerate([reset_height, *heights]):
+        if height < DOWN_Z and first is None:
+            first = step
+        elif height >= DOWN_Z and first is not None:
+            stretches.append((first, step - first, True))
+            first = None
+    if first is not None:
+        stretches.append((first, len(heights) + 1 - first, False))
+    return stretches
+
+
+def falls_after_touches(down: list[tuple[int, int, bool]], touches: list[int]) -> int:
+    """How many falls from up (times_down's stretches after the reset) came within THROWN_DOWN steps after a step in
+    which the cube touched the robot (touches: those steps)."""
+    return sum(any(first - THROWN_DOWN <= t <= first for t in touches) for first, _, _ in down if first > 0)
+
+
+def getup_line(records: list[dict]) -> str:
+    """Harder's getting up in a few words: from lying starts, after falls, and the cubes."""
+    lying = [r for r in records if r["start"] != "upright"]
+    up_from_lying = [r["down"][0][1] for r in lying if r["down"][0][2]]
+    falls = [d for r in records for d in r["down"] if d[0] > 0]
+    up_again = [steps for _, steps, up in falls if up]
+    median = lambda steps: f" (median {np.median(steps):.0f} steps down)" if steps else ""  # noqa: E731
+    start = f" (start: {records[0]['start']})" if len(records) == 1 else ""
+    return (f"; getting up{start}: lying starts {len(lying)}, up in {len(up_from_lying)}{median(up_from_lying)}; falls "
+            f"from up {len(falls)}, up again {len(up_again)}{median(up_again)}; cubes thrown "
+            f"{sum(r['throws'] for r in records)}, touched the robot {sum(r['hits'] for r in records)}, falls "
+            f"within {THROWN_DOWN} steps of a touch {sum(r['knocked'] for r in records)}")  # fmt: skip
+
+
 def sideways_angles(path: list, yaws: list) -> list[float]:
     """Where the robot goes, seen from its torso: for each whole run of SIDEWAYS_STEPS steps, the angle in degrees
     from the torso's heading at its start to its move (+ to the left, in [-180, 180)). path: the x, y before each
@@ -467,10 +512,15 @@ def gait(cmd: Gait) -> list[dict]:
     robot = {b for b in range(model.nbody) if model.body_rootid[b] == torso}  # not the world, a flag or a cube
     course = isinstance(task, humanoid_flagrun.HumanoidEnv)  # a target to run to (gymnasium's Humanoid-v4 has none)
     flags = course and task.task != "run"
+    harder = course and task.task == "harder"
+    if harder:
+        cube_geom = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "cube")
+        robot_geoms = np.flatnonzero(np.isin(model.geom_bodyid, list(robot)))
     first = saved.seed + 10_000 if cmd.seed is None else cmd.seed
     records = []
     for seed in range(first, first + cmd.episodes):
-        obs, _ = env.reset(seed=seed)
+        obs, info = env.reset(seed=seed)
+        thrown, cube_touches = [], []  # Harder: per throw, whether the cube touched the robot; the steps it touched
         reset_height, heights, touches, total, done = float(data.xipos[torso, 2]), [], Counter(), 0.0, False
         speed, toward, heading, reached, timed_out = [], [], [], 0, 0
         path, yaws = [], []  # the robot's x, y and its torso's yaw before each step
@@ -482,8 +532,17 @@ def gait(cmd: Gait) -> list[dict]:
                 # observation 1 and 2: sin and cos of the angle from the torso's yaw to the target, as the policy sees
                 # it (degrees, + when the target lies to the left)
                 heading.append(math.degrees(math.atan2(obs[1], obs[2])))
+            cube = data.qpos[task.cube_qpos : task.cube_qpos + 3].copy() if harder else None
             obs, reward, terminated, truncated, _ = env.step(act(obs))
             heights.append(float(data.xipos[torso, 2]))
+            if harder:
+                jump = np.linalg.norm(data.qpos[task.cube_qpos : task.cube_qpos + 3] - cube)
+                if jump > THROW_JUMP and np.linalg.norm(data.qvel[task.cube_qvel : task.cube_qvel + 3]) > THROW_SPEED:
+                    thrown.append(False)
+                pairs = data.contact.geom[: data.ncon]
+                if thrown and np.isin(pairs[(pairs == cube_geom).any(axis=1)], robot_geoms).any():
+                    thrown[-1] = True  # the parked cube, before the first throw, is no hit
+                    cube_touches.append(len(heights))  # the step, counted from 1
             touching = floor_contacts(model, data, robot)
             touches.update(touching | ({NOT_FEET} if touching - FEET else set()))
             total, done = total + float(reward), terminated or truncated
@@ -501,20 +560,24 @@ def gait(cmd: Gait) -> list[dict]:
                         "speed": speed, "toward": toward, "heading": heading,
                         "sideways": sideways_angles(path + [task.body_xyz[:2].copy()], yaws) if course else [],
                         "flags_reached": reached, "flags_timed_out": timed_out})  # fmt: skip
+        if harder:
+            down = times_down(heights, reset_height)
+            records[-1].update(start=info["start"], down=down, throws=len(thrown), hits=sum(thrown),
+                               knocked=falls_after_touches(down, cube_touches))  # fmt: skip
     env.close()
     print(f"{saved.env_id}: the torso's center of mass in m (median, 10th to 90th percentile, lowest), and the share "
           f"of steps each body touches the floor, {NOT_FEET}: any body but the feet")  # fmt: skip
     for r in records:
         print(f"  seed {r['seed']}: {r['steps']} steps ({r['ended']}), return {r['return']:.1f}, torso "
               f"{r['reset_height']:.2f} at the reset; {gait_line(r['heights'], r['floor'])}"
-              f"{course_line([r], flags) if course else ''}")  # fmt: skip
+              f"{course_line([r], flags) if course else ''}{getup_line([r]) if harder else ''}")  # fmt: skip
     if len(records) > 1:
         steps = sum(r["steps"] for r in records)
         floor = Counter()
         for r in records:
             floor.update({name: share * r["steps"] / steps for name, share in r["floor"].items()})
         print(f"  all {len(records)} episodes: {gait_line([h for r in records for h in r['heights']], floor)}"
-              f"{course_line(records, flags) if course else ''}")  # fmt: skip
+              f"{course_line(records, flags) if course else ''}{getup_line(records) if harder else ''}")  # fmt: skip
     return records
 
 

@@ -537,3 +537,61 @@ def test_gait_counts_the_flags_reached_and_those_their_timer_moved(tmp_path, cap
         assert moves > 0 and f"flags reached {e['flags_reached']}, moved by their timer {e['flags_timed_out']}" in line
     total = sum(e["flags_reached"] for e in proc.result), sum(e["flags_timed_out"] for e in proc.result)
     assert f"flags reached {total[0]}, moved by their timer {total[1]}" in proc.stdout.splitlines()[3]
+
+
+def test_times_down_are_the_stretches_below_the_harder_tasks_line_and_whether_each_ended():
+    # the reset lying (0.25 m), up at step 3 (0.8 m is up); still up at step 5 (0.8), down at steps 6 and 7, up at 8;
+    # down again at 9 to the episode's end
+    heights = [0.3, 0.5, 0.8, 1.2, 0.8, 0.7, 0.6, 1.0, 0.5]
+    assert zoo.times_down(heights, 0.25) == [(0, 3, True), (6, 2, True), (9, 1, False)]
+    assert zoo.times_down([1.3, 1.2, 1.4], 1.4) == []  # never down
+    assert zoo.times_down([0.2] * 4, 0.45) == [(0, 5, False)]  # a lying start that stays down
+
+
+def test_a_fall_is_the_cubes_when_the_cube_touched_the_robot_in_the_60_steps_before_it():
+    down = [(0, 5, True), (100, 20, True), (300, 10, True), (500, 10, False)]  # a lying start, then three falls
+    # the lying start is no fall; the fall at 100 comes 60 steps after a touch, the one at 300 61 steps after one and
+    # before another, the one at 500 in the step of a touch
+    assert zoo.falls_after_touches(down, [3, 40, 239, 305, 500]) == 2
+    assert zoo.falls_after_touches(down, []) == 0
+
+
+@pytest.mark.parametrize("every", [15, 10_000], ids=["thrown-every-15-frames", "never-thrown"])
+def test_gait_on_harder_counts_getting_up_the_cubes_and_the_falls_they_cause(tmp_path, capsys, monkeypatch, every):
+    # A cube every 15 frames while the robot is up (it flies about 10 steps): an untrained robot that stands about 40
+    # steps is hit before it falls, and that fall counts as one the cube may have caused; with none thrown, nothing
+    # touches it and its fall is not the cube's
+    monkeypatch.setattr(humanoid_flagrun, "THROW_AFTER", 0)
+    monkeypatch.setattr(humanoid_flagrun, "THROW_EVERY", every)
+    policy = flagrun_policy(tmp_path, "humanoid_flagrun:HumanoidFlagrunHarder-v0")
+    proc = zoo_cli(capsys, "gait", policy, "--episodes", "2")  # seed 10001 starts upright, 10002 on its back
+    assert proc.returncode == 0, proc.stderr
+    upright, lying = proc.result
+    assert (upright["start"], lying["start"]) == ("upright", "back")
+    # a robot that cannot get up stays down from its lying start until the task ends the episode, 170 frames down
+    assert lying["down"] == [(0, 171, False)] and lying["steps"] == 170
+    assert lying["throws"] == lying["hits"] == lying["knocked"] == 0  # no cube flies at a robot that is down
+    # the upright robot falls once and stays down: its first step below 0.8 m starts the stretch
+    first = next(step for step, h in enumerate(upright["heights"], 1) if h < humanoid_flagrun.DOWN_Z)
+    assert upright["down"] == [(first, upright["steps"] + 1 - first, False)]
+    # the throws are the task's: replayed, a step throws when its frame counter is due while the robot is up
+    env, act, _ = zoo.humanoid_player(policy, "test", 64, 64)
+    task, (obs, _) = env.unwrapped, env.reset(seed=upright["seed"])
+    due, done = 0, False
+    while not done:
+        due += task.frame % every == 0 and task.frame > 0 and task.on_ground == 0
+        obs, _, terminated, truncated, _ = env.step(act(obs))
+        done = terminated or truncated
+    env.close()
+    assert upright["throws"] == due
+    if every == 15:
+        assert upright["throws"] >= 2 and upright["hits"] >= 1 and upright["knocked"] == 1
+    else:
+        assert upright["throws"] == upright["hits"] == upright["knocked"] == 0
+    lines = proc.stdout.strip().splitlines()
+    assert lines[1].endswith(
+        f"; getting up (start: upright): lying starts 0, up in 0; falls from up 1, up again 0; cubes thrown "
+        f"{upright['throws']}, touched the robot {upright['hits']}, falls within 60 steps of a touch "
+        f"{upright['knocked']}"
+    )
+    assert "; getting up: lying starts 1, up in 0; falls from up 1, up again 0; cubes thrown" in lines[3]
