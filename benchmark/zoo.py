@@ -479,7 +479,10 @@ def getup_line(records: list[dict]) -> str:
     up_from_lying = [r["down"][0][1] for r in lying if r["down"][0][2]]
     falls = [d for r in records for d in r["down"] if d[0] > 0]
     up_again = [steps for _, steps, up in falls if up]
-    median = lambda steps: f" (median {np.median(steps):.0f} steps down)" if steps else ""  # noqa: E731
+
+    def median(steps: list[int]) -> str:
+        return f" (median {np.median(steps):.0f} steps down)" if steps else ""
+
     start = f" (start: {records[0]['start']})" if len(records) == 1 else ""
     return (f"; getting up{start}: lying starts {len(lying)}, up in {len(up_from_lying)}{median(up_from_lying)}; falls "
             f"from up {len(falls)}, up again {len(up_again)}{median(up_again)}; cubes thrown "
